@@ -1,0 +1,24 @@
+#pragma once
+// Conversions between the storage formats and double, with the rounding a kernel does
+// (round to nearest even), and the ULP distance used in reports.
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace fc {
+
+float f16_bits_to_float(std::uint16_t bits);
+std::uint16_t float_to_f16_bits(float x);
+float bf16_bits_to_float(std::uint16_t bits);
+std::uint16_t float_to_bf16_bits(float x);
+
+// x rounded to the format t (fp16 and bf16 through fp32, as a kernel converts).
+double round_to(DType t, double x);
+
+// Number of representable values of format t strictly between a and b plus one, after
+// rounding both to t; 0 when they round to the same value. NaN/Inf give INT64_MAX.
+std::int64_t ulp_distance(DType t, double a, double b);
+
+bool is_subnormal(DType t, double x);
+
+}  // namespace fc

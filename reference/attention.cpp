@@ -1,0 +1,176 @@
+#include "reference/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace fc {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Bounded constant_rows(Eigen::Index rows, double value) {
+  return Bounded::exact(MatrixR::Constant(rows, 1, value), DType::f32);
+}
+}  // namespace
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h) {
+  const Shape& s = in.problem.shape;
+  HeadInputs head;
+  head.q = head_matrix(in.q, b, h);
+  head.k = head_matrix(in.k, b, h);
+  head.v = head_matrix(in.v, b, h);
+  head.scale = in.problem.scale;
+  head.bias.resize(s.q_len, s.kv_len);
+  for (std::int64_t i = 0; i < s.q_len; ++i)
+    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(i, j) = mask_bias(in.problem.mask, s, b, h, i, j);
+  return head;
+}
+
+ChainArithmetic nominal_arithmetic(DType io) {
+  ChainArithmetic a;
+  a.pv.out = io;
+  a.normalize.out = io;
+  a.combine.out = io;
+  return a;
+}
+
+FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a) {
+  FullReference r;
+  r.scores = eval_qk(in, 0, in.k.rows(), a.qk);
+  r.softmax = eval_softmax(r.scores, a.softmax);
+  r.out = eval_pv(r.softmax.p, in.v, nullptr, a.pv);
+  return r;
+}
+
+BlockedReference blocked_reference(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
+                                   std::int64_t tile_width, const ChainArithmetic& a) {
+  if (tile_width < 1) throw Error("tile width must be at least 1");
+  const Eigen::Index rows = in.q.rows();
+  BlockedReference r;
+  Bounded max = constant_rows(rows, -kInf);
+  Bounded sum = constant_rows(rows, 0);
+  Bounded acc = Bounded::exact(MatrixR::Zero(rows, in.v.cols()), DType::f32);
+  for (std::int64_t begin = col_begin; begin < col_end; begin += tile_width) {
+    TileReference t;
+    t.col_begin = begin;
+    t.col_end = std::min(col_end, begin + tile_width);
+    t.scores = eval_qk(in, t.col_begin, t.col_end, a.qk);
+    t.softmax = eval_online_softmax(t.scores, max, sum, a.softmax);
+    t.rescaled = eval_rescale(acc, max, t.softmax.max, a.rescale);
+    t.acc = eval_pv(t.softmax.p_tilde, in.v.middleRows(t.col_begin, t.col_end - t.col_begin), &t.rescaled, a.pv);
+    max = t.softmax.max;
+    sum = t.softmax.sum;
+    acc = t.acc;
+    r.tiles.push_back(std::move(t));
+  }
+  r.out = eval_normalize(acc, sum, a.normalize);
+  r.lse = eval_lse(max, sum, a.lse);
+  return r;
+}
+
+KeyRange split_range(std::int64_t kv_len, std::int64_t num_splits, std::int64_t tile_width, std::int64_t t) {
+  const std::int64_t tiles = (kv_len + tile_width - 1) / tile_width;
+  const std::int64_t tiles_per_split = (tiles + num_splits - 1) / num_splits;
+  const std::int64_t begin = std::min(kv_len, t * tiles_per_split * tile_width);
+  const std::int64_t end = std::min(kv_len, (t + 1) * tiles_per_split * tile_width);
+  return {begin, end};
+}
+
+SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, std::int64_t tile_width,
+                               const ChainArithmetic& a) {
+  if (num_splits < 1) throw Error("split count must be at least 1");
+  SplitReference r;
+  std::vector<Bounded> outs, lses;
+  for (std::int64_t t = 0; t < num_splits; ++t) {
+    KeyRange range = split_range(in.k.rows(), num_splits, tile_width, t);
+    r.splits.push_back(blocked_reference(in, range.begin, range.end, tile_width, a));
+    outs.push_back(r.splits.back().out);
+    lses.push_back(r.splits.back().lse);
+  }
+  r.out = eval_combine(outs, lses, a.combine);
+  return r;
+}
+
+double attention_flops(const Shape& s) {
+  return 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) * static_cast<double>(s.q_len) *
+         static_cast<double>(s.kv_len) * static_cast<double>(s.head_dim);
+}
+
+namespace {
+// Writes a per-page [rows] vector or [rows, D] matrix into a [B,H,P,rows(,D)] tensor.
+void set_page(HostTensor& t, std::int64_t b, std::int64_t h, std::int64_t page, const MatrixR& m) {
+  const std::int64_t per_page = m.rows() * m.cols();
+  const std::int64_t offset = ((b * t.dim(1) + h) * t.dim(2) + page) * per_page;
+  double* p = t.data_as<double>() + offset;
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    for (Eigen::Index c = 0; c < m.cols(); ++c) p[r * m.cols() + c] = m(r, c);
+}
+}  // namespace
+
+ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOptions& options) {
+  const Shape& s = in.problem.shape;
+  const ChainArithmetic a = nominal_arithmetic(in.problem.dtype == DType::f32 ? DType::f32 : in.problem.dtype);
+  ReferenceTensors t;
+  t.scores = HostTensor(DType::f64, {s.batch, s.heads, s.q_len, s.kv_len});
+  t.probs = HostTensor(DType::f64, {s.batch, s.heads, s.q_len, s.kv_len});
+  t.row_max = HostTensor(DType::f64, {s.batch, s.heads, s.q_len});
+  t.row_sum = HostTensor(DType::f64, {s.batch, s.heads, s.q_len});
+  t.lse = HostTensor(DType::f64, {s.batch, s.heads, s.q_len});
+  t.output = HostTensor(DType::f64, {s.batch, s.heads, s.q_len, s.head_dim});
+  const std::int64_t pages = options.page_width > 0 ? (s.kv_len + options.page_width - 1) / options.page_width : 0;
+  if (pages > 0) {
+    t.page_max = HostTensor(DType::f64, {s.batch, s.heads, pages, s.q_len});
+    t.page_sum = HostTensor(DType::f64, {s.batch, s.heads, pages, s.q_len});
+    t.page_rescale = HostTensor(DType::f64, {s.batch, s.heads, pages, s.q_len});
+    t.page_acc = HostTensor(DType::f64, {s.batch, s.heads, pages, s.q_len, s.head_dim});
+    t.paged_output = HostTensor(DType::f64, {s.batch, s.heads, s.q_len, s.head_dim});
+  }
+  if (options.splits > 0) {
+    t.split_lse = HostTensor(DType::f64, {s.batch, s.heads, options.splits, s.q_len});
+    t.split_output = HostTensor(DType::f64, {s.batch, s.heads, options.splits, s.q_len, s.head_dim});
+    t.combined_output = HostTensor(DType::f64, {s.batch, s.heads, s.q_len, s.head_dim});
+  }
+  const std::int64_t split_tile = options.page_width > 0 ? options.page_width : 64;
+
+  const std::int64_t heads = s.batch * s.heads;
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t bh = 0; bh < heads; ++bh) {
+    const std::int64_t b = bh / s.heads, h = bh % s.heads;
+    const HeadInputs head = head_inputs(in, b, h);
+    const FullReference full = full_reference(head, a);
+    set_head(t.scores, b, h, full.scores.value);
+    set_head(t.probs, b, h, full.softmax.p.value);
+    set_head(t.row_max, b, h, full.softmax.max.value);
+    set_head(t.row_sum, b, h, full.softmax.sum.value);
+    set_head(t.lse, b, h, eval_lse(full.softmax.max, full.softmax.sum, a.lse).value);
+    set_head(t.output, b, h, full.out.value);
+    if (pages > 0) {
+      const BlockedReference blocked = blocked_reference(head, 0, s.kv_len, options.page_width, a);
+      for (std::int64_t j = 0; j < pages; ++j) {
+        const TileReference& tile = blocked.tiles[static_cast<std::size_t>(j)];
+        set_page(t.page_max, b, h, j, tile.softmax.max.value);
+        set_page(t.page_sum, b, h, j, tile.softmax.sum.value);
+        set_page(t.page_rescale, b, h, j, tile.softmax.rescale.value);
+        set_page(t.page_acc, b, h, j, tile.acc.value);
+      }
+      set_head(t.paged_output, b, h, blocked.out.value);
+    }
+    if (options.splits > 0) {
+      const SplitReference split = split_reference(head, options.splits, split_tile, a);
+      for (std::int64_t j = 0; j < options.splits; ++j) {
+        set_page(t.split_lse, b, h, j, split.splits[static_cast<std::size_t>(j)].lse.value);
+        set_page(t.split_output, b, h, j, split.splits[static_cast<std::size_t>(j)].out.value);
+      }
+      set_head(t.combined_output, b, h, split.out.value);
+    }
+  }
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t h = 0; h < s.heads; ++h)
+      for (std::int64_t i = 0; i < s.q_len; ++i)
+        if (t.row_max.get((b * s.heads + h) * s.q_len + i) == -kInf) t.masked_rows.push_back({b, h, i});
+  return t;
+}
+
+}  // namespace fc

@@ -1,0 +1,82 @@
+#pragma once
+// The FP64 reference of attention, per (batch, head), built by chaining the stage evaluation
+// functions of stage_eval.h from the exact inputs:
+//   full     qk -> softmax -> pv
+//   blocked  per tile of width Bc over a key range: qk[j] -> online softmax[j] -> rescale[j]
+//            -> pv[j], then normalize (and the range's lse)
+//   split    the key range cut into splits, each blocked, then the lse combine
+// and the whole-tensor driver (parallel over heads) used by `flashcore-check reference`.
+#include <cstdint>
+#include <vector>
+
+#include "core/problem.h"
+#include "reference/stage_eval.h"
+
+namespace fc {
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h);
+
+// The arithmetic of every stage of a chain (what an implementation declares).
+struct ChainArithmetic {
+  Arithmetic qk, softmax, rescale, pv, normalize, lse, combine;
+};
+// fp32 everywhere, the final output (pv of the full chain, normalize, combine) in `io`.
+ChainArithmetic nominal_arithmetic(DType io);
+
+struct FullReference {
+  Bounded scores;
+  SoftmaxResult softmax;
+  Bounded out;
+};
+FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a);
+
+struct TileReference {
+  std::int64_t col_begin = 0, col_end = 0;  // key columns of this tile
+  Bounded scores;
+  OnlineSoftmaxResult softmax;
+  Bounded rescaled;  // the accumulator after rescale, before this tile's p~ v
+  Bounded acc;       // the accumulator after this tile
+};
+struct BlockedReference {
+  std::vector<TileReference> tiles;
+  Bounded out;  // acc / sum after the last tile
+  Bounded lse;  // max + log(sum) over the range
+};
+// Online softmax over keys [col_begin, col_end) in tiles of `tile_width`. An empty range
+// gives no tiles, output 0 and lse -inf.
+BlockedReference blocked_reference(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
+                                   std::int64_t tile_width, const ChainArithmetic& a);
+
+// Key range of split t of `num_splits`, in whole tiles as split-KV kernels cut it.
+struct KeyRange {
+  std::int64_t begin, end;
+};
+KeyRange split_range(std::int64_t kv_len, std::int64_t num_splits, std::int64_t tile_width, std::int64_t t);
+
+struct SplitReference {
+  std::vector<BlockedReference> splits;
+  Bounded out;
+};
+SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, std::int64_t tile_width,
+                               const ChainArithmetic& a);
+
+// Whole tensors, FP64, computed head by head in parallel.
+struct ReferenceOptions {
+  std::int64_t page_width = 0;  // > 0: also the blocked (online softmax) quantities per page
+  std::int64_t splits = 0;      // > 0: also the split-KV partials and their combine
+};
+struct MaskedRow {
+  std::int64_t b, h, row;
+};
+struct ReferenceTensors {
+  HostTensor scores, probs, row_max, row_sum, lse, output;                 // full
+  HostTensor page_max, page_sum, page_rescale, page_acc, paged_output;    // with page_width
+  HostTensor split_lse, split_output, combined_output;                    // with splits
+  std::vector<MaskedRow> masked_rows;                                     // rows with no key
+};
+ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOptions& options);
+
+// Flops of attention as benchmarks count them: 4 B H Sq Sk D.
+double attention_flops(const Shape& s);
+
+}  // namespace fc

@@ -1,0 +1,47 @@
+#include "reference/matrix.h"
+
+#include "core/error.h"
+
+namespace fc {
+namespace {
+struct HeadLayout {
+  std::int64_t rows, cols, offset;
+};
+
+HeadLayout layout(const HostTensor& t, std::int64_t b, std::int64_t h) {
+  if (t.rank() != 3 && t.rank() != 4) {
+    throw Error("expected a [B,H,R,C] or [B,H,R] tensor, got " + dims_string(t.dims()));
+  }
+  std::int64_t rows = t.dim(2), cols = t.rank() == 4 ? t.dim(3) : 1;
+  return {rows, cols, (b * t.dim(1) + h) * rows * cols};
+}
+}  // namespace
+
+MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h) {
+  HeadLayout l = layout(t, b, h);
+  return head_matrix(t, b, h, 0, l.cols);
+}
+
+MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h, std::int64_t col_begin,
+                    std::int64_t col_end) {
+  HeadLayout l = layout(t, b, h);
+  MatrixR m(l.rows, col_end - col_begin);
+  if (t.dtype() == DType::f64) {
+    const double* p = t.data_as<double>() + l.offset;
+    for (std::int64_t r = 0; r < l.rows; ++r)
+      for (std::int64_t c = col_begin; c < col_end; ++c) m(r, c - col_begin) = p[r * l.cols + c];
+    return m;
+  }
+  for (std::int64_t r = 0; r < l.rows; ++r)
+    for (std::int64_t c = col_begin; c < col_end; ++c) m(r, c - col_begin) = t.get(l.offset + r * l.cols + c);
+  return m;
+}
+
+void set_head(HostTensor& t, std::int64_t b, std::int64_t h, const MatrixR& m) {
+  HeadLayout l = layout(t, b, h);
+  if (m.rows() != l.rows || m.cols() != l.cols) throw Error("set_head: shape mismatch");
+  for (std::int64_t r = 0; r < l.rows; ++r)
+    for (std::int64_t c = 0; c < l.cols; ++c) t.set(l.offset + r * l.cols + c, m(r, c));
+}
+
+}  // namespace fc

@@ -1,0 +1,83 @@
+#pragma once
+// One evaluation function per stage kind. Each takes its inputs as bounded values (an FP64
+// value and an absolute error bound per element) and returns its outputs the same way:
+//   value = the stage's function of the input values, in FP64;
+//   bound = propagated input error (first-order sensitivity, exact)
+//         + kSafetyFactor x the rounding the stage's own arithmetic may add.
+// The end-to-end reference chains these from the exact inputs (zero input bounds); the
+// stage-local reference applies the same function to the kernel's own previous outputs
+// with zero input bounds, which isolates the stage's own error. docs/error-model.md has
+// the derivation of every term.
+//
+// Conventions (the kernels are judged against them):
+//   masked score            -inf
+//   fully masked row        max = -inf, sum = 0, probabilities 0, output 0, lse = -inf
+//   rescale before any key  r = 0 (the running max was -inf)
+#include <vector>
+
+#include "core/dtype.h"
+#include "reference/matrix.h"
+
+namespace fc {
+
+// The one safety factor on rounding terms (docs/error-model.md, "The constant c").
+inline constexpr double kSafetyFactor = 2.0;
+
+// How a stage computes. Accumulation is fp32 in every kernel of this project.
+struct Arithmetic {
+  DType out = DType::f32;      // format the stage stores its main result in
+  DType operand = DType::f32;  // format matrix operands are rounded to inside the stage
+};
+
+struct Bounded {
+  MatrixR value;
+  MatrixR bound;                 // absolute error bound, same shape as value
+  DType format = DType::f64;     // format the value is stored in (f64: exact)
+
+  static Bounded exact(MatrixR value, DType format = DType::f64);
+};
+
+// One head's inputs in FP64: q [Sq,D], k and v [Sk,D], bias [Sq,Sk] (0, -inf or bias).
+struct HeadInputs {
+  MatrixR q, k, v, bias;
+  double scale = 1;
+};
+
+// qk: scale * q k^T + bias over key columns [col_begin, col_end).
+Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
+                const Arithmetic& a);
+
+// softmax over whole rows: p, row max, row sum of exp(s - max).
+struct SoftmaxResult {
+  Bounded p, max, sum;
+};
+SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a);
+
+// One tile of online softmax: given the running state after the previous tile (max = -inf,
+// sum = 0 before the first), the new max, the page-relative p~ = exp(s - max_new), the
+// rescale factor r = exp(max_prev - max_new) and the new running sum r*sum_prev + sum(p~).
+struct OnlineSoftmaxResult {
+  Bounded p_tilde, max, sum, rescale;
+};
+OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounded& prev_max,
+                                        const Bounded& prev_sum, const Arithmetic& a);
+
+// rescale: acc * exp(prev_max - new_max), row by row.
+Bounded eval_rescale(const Bounded& acc, const Bounded& prev_max, const Bounded& new_max,
+                     const Arithmetic& a);
+
+// pv: p v_rows (+ acc when given, as a GEMM with beta = 1 does).
+Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, const Arithmetic& a);
+
+// normalize: acc / sum, row by row (0 where sum is 0).
+Bounded eval_normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a);
+
+// log-sum-exp of a row: max + log(sum) (-inf where sum is 0).
+Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a);
+
+// split-KV combine of normalized partial outputs by their log-sum-exp; a split whose every
+// key is masked (lse = -inf) has weight 0.
+Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
+                     const Arithmetic& a);
+
+}  // namespace fc
