@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace fc {
 namespace {
@@ -135,8 +136,7 @@ ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOpt
   const std::int64_t split_tile = options.page_width > 0 ? options.page_width : 64;
 
   const std::int64_t heads = s.batch * s.heads;
-#pragma omp parallel for schedule(dynamic)
-  for (std::int64_t bh = 0; bh < heads; ++bh) {
+  parallel_for(heads, [&](std::int64_t bh) {
     const std::int64_t b = bh / s.heads, h = bh % s.heads;
     const HeadInputs head = head_inputs(in, b, h);
     const FullReference full = full_reference(head, a);
@@ -165,7 +165,7 @@ ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOpt
       }
       set_head(t.combined_output, b, h, split.out.value);
     }
-  }
+  });
   for (std::int64_t b = 0; b < s.batch; ++b)
     for (std::int64_t h = 0; h < s.heads; ++h)
       for (std::int64_t i = 0; i < s.q_len; ++i)

@@ -11,9 +11,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kAccU = unit_roundoff(DType::f32);            // fp32 accumulation
-const double kAccEta = min_subnormal(DType::f32) / 2;      // fp32 underflow, absolute
+// Absolute error floor of one fp32 operation: results below the smallest normal number may
+// be flushed to zero (GPU fast math, ex2.approx.ftz), so 2^-126 rather than half a subnormal.
+const double kAccEta = std::ldexp(1.0, -126);
 
-double eta(DType t) { return min_subnormal(t) / 2; }
+// Rounding to format t near zero: at most half its smallest subnormal, absolute. Like every
+// rounding term it carries the safety factor.
+double eta(DType t) { return kSafetyFactor * min_subnormal(t) / 2; }
 
 // Relative error of exp(x) as a kernel computes it in fp32 from x = s - m: the subtraction
 // (|x| u), the argument scaling of exp2-based and fast exp (about 2|x| u) and the exp itself
@@ -117,13 +121,13 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
       if (s(r, c) == -kInf) continue;
       const double p = res.p.value(r, c);
       const double propagated = p * grow(scores.bound(r, c) + e_in);
-      const double local = p * (exp_rel_error(s(r, c) - m) + weighted_exp_err + (n + 2) * kAccU + u_out);
+      const double local = p * (exp_rel_error(s(r, c) - m) + weighted_exp_err + (n + 2) * kAccU + u_out) + 2 * kAccEta;
       res.p.bound(r, c) = propagated + kSafetyFactor * local + eta(a.out);
     }
     res.max.value(r, 0) = m;
     res.max.bound(r, 0) = e_in;
     res.sum.value(r, 0) = l;
-    res.sum.bound(r, 0) = l * grow(2 * e_in) + kSafetyFactor * l * (weighted_exp_err + n * kAccU) + eta(DType::f32);
+    res.sum.bound(r, 0) = l * grow(2 * e_in) + kSafetyFactor * (l * (weighted_exp_err + n * kAccU) + n * kAccEta) + eta(DType::f32);
   }
   return res;
 }
@@ -171,7 +175,7 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
     const double e_r = mp == -kInf ? 0.0 : grow(prev_max.bound(r, 0) + e_max);
     const double r_local = mp == -kInf ? 0.0 : exp_rel_error(mp - mn);
     res.rescale.value(r, 0) = rr;
-    res.rescale.bound(r, 0) = rr * e_r + kSafetyFactor * rr * r_local + eta(DType::f32);
+    res.rescale.bound(r, 0) = rr * e_r + kSafetyFactor * (rr * r_local + kAccEta) + eta(DType::f32);
 
     double tile_sum = 0, tile_exp_err = 0, tile_propagated = 0, n = 0;
     for (Eigen::Index c = 0; c < cols; ++c) {
@@ -180,7 +184,7 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
       const double pt = std::exp(x);
       const double propagated = pt * grow(scores_tile.bound(r, c) + e_max);
       res.p_tilde.value(r, c) = pt;
-      res.p_tilde.bound(r, c) = propagated + kSafetyFactor * pt * (exp_rel_error(x) + u_out) + eta(a.out);
+      res.p_tilde.bound(r, c) = propagated + kSafetyFactor * (pt * (exp_rel_error(x) + u_out) + kAccEta) + eta(a.out);
       tile_sum += pt;
       tile_exp_err += pt * exp_rel_error(x);
       tile_propagated += propagated;
@@ -191,7 +195,8 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
     const double propagated = rr * prev_sum.bound(r, 0) + rr * lp * e_r + tile_propagated;
     // The tile sum may be formed from p~ as stored (u_out), as a kernel that sums after
     // converting to the GEMM operand format does.
-    const double local = rr * lp * (r_local + kAccU) + tile_exp_err + u_out * tile_sum + (n + 1) * kAccU * l;
+    const double local = rr * lp * (r_local + kAccU) + lp * kAccEta + tile_exp_err + u_out * tile_sum +
+                         (n + 1) * kAccU * l + (n + 1) * kAccEta;
     res.sum.bound(r, 0) = propagated + kSafetyFactor * local + eta(DType::f32);
   }
   return res;
@@ -215,8 +220,9 @@ Bounded eval_rescale(const Bounded& acc, const Bounded& prev_max, const Bounded&
     for (Eigen::Index c = 0; c < acc.value.cols(); ++c) {
       const double x = acc.value(r, c);
       out.value(r, c) = rr * x;
+      // r itself may underflow: an absolute kAccEta on r, times |acc|.
       out.bound(r, c) = rr * acc.bound(r, c) + rr * std::fabs(x) * e_r +
-                        kSafetyFactor * rr * std::fabs(x) * local_rel + eta(a.out);
+                        kSafetyFactor * (rr * std::fabs(x) * local_rel + (std::fabs(x) + 1) * kAccEta) + eta(a.out);
     }
   }
   return out;
@@ -227,6 +233,8 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
   const double n = static_cast<double>(v_rows.rows());
   const double u_out = unit_roundoff(a.out);
   const double u_p = operand_rounding(a, p.format);
+  // Rounding p to a narrow operand loses up to half its smallest subnormal per element.
+  const double eta_p = u_p > 0 ? eta(a.operand) : 0.0;
   const MatrixR v_abs = v_rows.cwiseAbs();
 
   Bounded out;
@@ -240,9 +248,10 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
     propagated += acc->bound;
   }
   const double underflow = n * kAccEta;
+  const Eigen::RowVectorXd operand_floor = eta_p * v_abs.colwise().sum();
   out.bound = propagated.array() +
-              kSafetyFactor * (((n + 2) * kAccU + u_p) * magnitude.array() +
-                               u_out * out.value.array().abs() + underflow) +
+              kSafetyFactor * (((n + 2) * kAccU + u_p) * magnitude.array() + u_out * out.value.array().abs() +
+                               operand_floor.replicate(out.value.rows(), 1).array() + underflow) +
               eta(a.out);
   return out;
 }
@@ -261,7 +270,7 @@ Bounded eval_normalize(const Bounded& acc, const Bounded& sum, const Arithmetic&
       const double o = acc.value(r, c) / l;
       out.value(r, c) = o;
       out.bound(r, c) = acc.bound(r, c) / l + std::fabs(o) * sum.bound(r, 0) / l +
-                        kSafetyFactor * (2 * kAccU + u_out) * std::fabs(o) + eta(a.out);
+                        kSafetyFactor * ((2 * kAccU + u_out) * std::fabs(o) + kAccEta) + eta(a.out);
     }
   }
   return out;
@@ -314,17 +323,20 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
       exp_err = std::max(exp_err, exp_rel_error(l.value(r, 0) - top));
     }
     for (Eigen::Index c = 0; c < cols; ++c) {
-      double value = 0, magnitude = 0, propagated = 0;
+      double value = 0, magnitude = 0, propagated = 0, peak = 0;
       for (std::size_t t = 0; t < outs.size(); ++t) {
         if (lses[t].value(r, 0) == -kInf) continue;
         const double w = std::exp(lses[t].value(r, 0) - top) / total;
         value += w * outs[t].value(r, c);
         magnitude += w * std::fabs(outs[t].value(r, c));
+        peak = std::max(peak, std::fabs(outs[t].value(r, c)));
         propagated += w * outs[t].bound(r, c);
       }
       out.value(r, c) = value;
       out.bound(r, c) = propagated + grow(2 * e_lse) * magnitude +
-                        kSafetyFactor * (2 * exp_err + (splits + 3) * kAccU + u_out) * magnitude + eta(a.out);
+                        kSafetyFactor * ((2 * exp_err + (2 * splits + 2) * kAccU + u_out) * magnitude +
+                                         (splits * peak + 1) * kAccEta) +
+                        eta(a.out);
     }
   }
   return out;

@@ -6,3 +6,7 @@
 #else
 #include <catch2/catch.hpp>
 #endif
+
+#ifdef FC_CATCH3
+using Catch::Approx;
+#endif

@@ -1,0 +1,100 @@
+#include "harness/cli/app.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "core/error.h"
+#include "harness/cli/commands.h"
+#include "harness/inputs.h"
+
+namespace fc {
+namespace {
+
+std::string joined(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+void add_case_options(CLI::App& app, PlanOptions& plan) {
+  app.add_option("--shape", plan.shapes, "B,H,S,D or B,H,Sq,Sk,D (repeatable)")->group("Cases");
+  app.add_option("--mask", plan.masks, mask_help() + " (repeatable)")->group("Cases");
+  app.add_option("--dtype", plan.dtypes, "fp16 or bf16 (repeatable)")->group("Cases");
+  app.add_option("--dist", plan.dists, "normal, uniform, large, outlier or tiny (repeatable)")->group("Cases");
+  app.add_option("--seed", plan.seeds, "input seed (repeatable)")->group("Cases");
+  app.add_option("--scale", plan.scale, "softmax scale (default 1/sqrt(D))")->group("Cases");
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "flashcore-check: runs attention implementations stage by stage, checks every stage for NaN/Inf on the "
+      "device, compares it with an FP64 reference under a derived error bound, and names where and why the "
+      "numbers first go wrong.\n\nExit codes: 0 all cases pass, 1 a divergence was found, 2 usage, input or "
+      "environment error.",
+      "flashcore-check"};
+  app.require_subcommand(0, 1);
+
+  TraceCommand trace;
+  trace.command_line = joined(argc, argv);
+  bool do_trace = false;
+  app.add_flag("--trace", do_trace,
+               "run every implementation (or --impl) on the default cases (or the cases given) and report each "
+               "stage; without a GPU, runs the CPU implementations and the reference self-check");
+  app.add_option("--impl", trace.impls, "implementation to run (repeatable; `list` shows them)");
+  add_case_options(app, trace.plan);
+  app.add_option("--json", trace.json_path, "also write the results as JSON to FILE")->group("Output");
+
+  ReferenceCommand reference;
+  reference.command_line = trace.command_line;
+  CLI::App* ref = app.add_subcommand(
+      "reference", "compute every reference stage of a bug report (PyTorch SDPA form, .npz) in FP64 into HDF5");
+  ref->add_option("input", reference.input, "the report: q, k, v [B,H,S,D], optional attn_mask, scale, is_causal")
+      ->required()
+      ->check(CLI::ExistingFile);
+  ref->add_option("--out", reference.out, "HDF5 file to write (docs/snapshot-format.md)")->required();
+  ref->add_option("--page-width", reference.page_width, "also write the online-softmax quantities per page of this width");
+  ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
+
+  CLI::App* list = app.add_subcommand("list", "list the implementations built into this binary");
+
+  BenchCommand bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "measure: reference GFLOP/s, flag-kernel bandwidth vs device copy, traced vs untraced runs");
+  bench_cmd->add_option("--impl", bench.impls, "implementations to time (default: all GPU ones)");
+  bench_cmd->add_option("--shape", bench.shapes, "B,H,S,D shapes to time (repeatable)");
+  bench_cmd->add_option("--mask", bench.masks, "none and/or causal (default both)");
+  bench_cmd->add_option("--baseline", bench.baseline_file,
+                        "PyTorch SDPA timings (scripts/sdpa_bench.py) to print each implementation's ratio to")
+      ->check(CLI::ExistingFile);
+  bench_cmd->add_flag("--quick", bench.quick, "smaller sizes, for a smoke test");
+
+  CLI::App* version = app.add_subcommand("version", "print the version, build and device");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "flashcore-check: " << e.what() << " (see --help)\n";
+    return kExitUsage;
+  }
+
+  try {
+    if (ref->parsed()) return run_reference(reference);
+    if (list->parsed()) return run_list();
+    if (bench_cmd->parsed()) return run_bench(bench);
+    if (version->parsed()) return run_version();
+    if (do_trace || !trace.impls.empty()) return run_trace(trace);
+    std::cerr << "flashcore-check: nothing to do: give --trace or a subcommand (see --help)\n";
+    return kExitUsage;
+  } catch (const Error& e) {
+    std::cerr << "flashcore-check: " << e.what() << "\n";
+    return kExitUsage;
+  }
+}
+
+}  // namespace fc

@@ -1,0 +1,229 @@
+// flashcore-check bench: every figure as a ratio to a baseline measured in the same run.
+//   reference  FP64 reference GFLOP/s  vs  Eigen FP64 GEMM GFLOP/s on this CPU
+//   flags      flag-kernel bytes/s     vs  device-to-device copy (bytes read + written)/s
+//   trace      traced run (flags on every stage, no host copies)  vs  the untraced run
+//   impls      TFLOP/s (4 B H Sq Sk D / time); scripts/gpu-check sets them beside PyTorch SDPA
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <iostream>
+#include <memory>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "harness/bench/bench_kernels.h"
+#include "harness/bench/timing.h"
+#include "harness/cli/commands.h"
+#include "harness/inputs.h"
+#include "harness/trace/capture.h"
+#include "kernels/common/device_inputs.h"
+#include "kernels/implementation.h"
+#include "reference/attention.h"
+#include "stages/device_info.h"
+#include "stages/device_kernels.h"
+
+namespace fc {
+namespace {
+
+struct Line {
+  std::string metric;
+  double value;
+  std::string unit;
+  double baseline;
+  std::string baseline_name;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<Line> bench_reference(bool quick) {
+  CaseSpec spec;
+  spec.shape = quick ? Shape{1, 4, 256, 256, 64} : Shape{1, 16, 1024, 1024, 64};
+  spec.dist = "uniform";
+  const AttentionInputs in = generate_inputs(spec);
+  const ChainArithmetic a = nominal_arithmetic(in.problem.dtype);
+  const Shape& s = in.problem.shape;
+  auto t = std::chrono::steady_clock::now();
+  parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
+    const FullReference r = full_reference(head_inputs(in, bh / s.heads, bh % s.heads), a);
+    if (!r.out.value.allFinite()) throw Error("reference benchmark produced a non-finite output");
+  });
+  const double reference_gflops = attention_flops(s) / seconds_since(t) / 1e9;
+
+  // Baseline: independent FP64 GEMMs of the same size, one per thread, as the heads are.
+  const int n = quick ? 256 : 1024, threads = omp_get_max_threads();
+  const MatrixR x = MatrixR::Random(n, n), y = MatrixR::Random(n, n);
+  t = std::chrono::steady_clock::now();
+  parallel_for(threads, [&](std::int64_t) {
+    MatrixR z = x * y;
+    if (!z.allFinite()) throw Error("GEMM benchmark produced a non-finite value");
+  });
+  const double gemm_gflops = 2.0 * n * n * n * threads / seconds_since(t) / 1e9;
+  std::printf("reference  %s, %d threads: %.1f GFLOP/s (with bounds); FP64 GEMM %dx%dx%d per thread: %.1f GFLOP/s\n",
+              s.to_string().c_str(), threads, reference_gflops, n, n, n, gemm_gflops);
+  return {{"reference " + s.to_string(), reference_gflops, "GFLOP/s", gemm_gflops, "fp64 GEMM"}};
+}
+
+std::vector<Line> bench_flags(bool quick, cudaStream_t stream) {
+  std::vector<Line> lines;
+  const std::size_t bytes = quick ? (std::size_t{256} << 20) : (std::size_t{4} << 30);
+  DeviceMemory src(bytes), dst(bytes);
+  launch_fill_random(src.get(), DType::f32, static_cast<std::int64_t>(bytes / 4), 7, stream);
+  const double copy_ms = median_ms(3, 10, stream, [&] {
+    FC_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+  });
+  const double copy_bw = 2.0 * static_cast<double>(bytes) / copy_ms / 1e6;  // GB/s, read + written
+  std::printf("device copy %zu MiB: %.3f ms, %.0f GB/s (read + written)\n", bytes >> 20, copy_ms, copy_bw);
+
+  DeviceMemory slot(sizeof(FlagCounts));
+  for (DType dtype : {DType::f32, DType::f16}) {
+    const std::size_t used = dtype == DType::f32 ? bytes : bytes / 2;
+    const std::int64_t count = static_cast<std::int64_t>(used / dtype_size(dtype));
+    launch_fill_random(src.get(), dtype, count, 11, stream);
+    TensorView view;
+    view.data = src.get();
+    view.dtype = dtype;
+    view.dims = {count};
+    view.on_device = true;
+    const FlagCounts fresh;
+    const double ms = median_ms(3, 10, stream, [&] {
+      FC_CUDA(cudaMemcpyAsync(slot.get(), &fresh, sizeof fresh, cudaMemcpyHostToDevice, stream));
+      launch_flags(view, slot.as<FlagCounts>(), stream);
+    });
+    FlagCounts result;
+    FC_CUDA(cudaMemcpy(&result, slot.get(), sizeof result, cudaMemcpyDeviceToHost));
+    if (!result.clean()) throw Error("flag benchmark: random finite data reported NaN/Inf");
+    const double bw = static_cast<double>(used) / ms / 1e6;
+    std::printf("flags %s %zu MiB: %.3f ms, %.0f GB/s = %.3f of copy bandwidth\n", dtype_name(dtype), used >> 20, ms,
+                bw, bw / copy_bw);
+    lines.push_back({std::string("flag kernel ") + dtype_name(dtype) + " " + std::to_string(used >> 20) + " MiB", bw,
+                     "GB/s", copy_bw, "device copy"});
+  }
+  return lines;
+}
+
+// Best PyTorch SDPA TFLOP/s per (shape, causal), read from scripts/sdpa_bench.py's TSV.
+struct SdpaBaseline {
+  double tflops = 0;
+  std::string backend;
+};
+using SdpaTable = std::map<std::string, SdpaBaseline>;
+
+std::string sdpa_key(const Shape& s, bool causal) {
+  return std::to_string(s.batch) + "," + std::to_string(s.heads) + "," + std::to_string(s.q_len) + "," +
+         std::to_string(s.head_dim) + "," + (causal ? "1" : "0");
+}
+
+SdpaTable read_sdpa(const std::string& path) {
+  SdpaTable table;
+  if (path.empty()) return table;
+  std::ifstream in(path);
+  std::string backend;
+  std::int64_t b, h, s, d;
+  int causal;
+  double tflops;
+  while (in >> backend >> b >> h >> s >> d >> causal >> tflops) {
+    SdpaBaseline& best = table[sdpa_key({b, h, s, s, d}, causal != 0)];
+    if (tflops > best.tflops) best = {tflops, backend};
+  }
+  return table;
+}
+
+std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape, const std::string& mask,
+                                       const SdpaTable& sdpa, cudaStream_t stream) {
+  CaseSpec spec;
+  spec.shape = shape;
+  spec.mask = mask;
+  spec.dist = "uniform";
+  const AttentionInputs in = generate_inputs(spec);
+  const std::string label = impl.name() + " " + shape.to_string() + (mask == "none" ? "" : " " + mask);
+  if (const auto why = impl.unsupported(in.problem)) {
+    std::printf("%s: skipped (%s)\n", label.c_str(), why->c_str());
+    return {};
+  }
+  const DeviceInputs device(in, stream);
+  const StageGraph graph = impl.stage_graph(in.problem);
+  Workspace workspace(true);
+  impl.prepare(in.problem, workspace);
+  workspace.poison(stream);
+  RunContext untraced{in, &device, nullptr, stream};
+  const double plain_ms = median_ms(2, 10, stream, [&] { impl.run(untraced); });
+
+  CaptureTap tap(graph, shape, false, stream);
+  RunContext traced{in, &device, &tap, stream};
+  const double traced_ms = median_ms(2, 10, stream, [&] {
+    tap.reset();
+    impl.run(traced);
+    tap.finish();
+  });
+  const double tflops = attention_flops(shape) / plain_ms / 1e9;
+  std::printf("%s fp16: untraced %.3f ms (%.2f TFLOP/s), traced %.3f ms = %.3f x untraced\n", label.c_str(), plain_ms,
+              tflops, traced_ms, traced_ms / plain_ms);
+  std::vector<Line> lines{{"traced/untraced " + label, traced_ms, "ms", plain_ms, "untraced"}};
+  const auto best = sdpa.find(sdpa_key(shape, mask == "causal"));
+  if (best != sdpa.end()) {
+    lines.push_back({"TFLOP/s " + label, tflops, "TFLOP/s", best->second.tflops, best->second.backend});
+  } else {
+    lines.push_back({"TFLOP/s " + label, tflops, "TFLOP/s", 0, ""});
+  }
+  return lines;
+}
+
+void print_table(const std::vector<Line>& lines) {
+  std::printf("\n%-44s %12s %-8s %12s  %-12s %s\n", "metric", "value", "unit", "baseline", "baseline is", "ratio");
+  for (const Line& l : lines) {
+    if (l.baseline > 0) {
+      std::printf("%-44s %12.4g %-8s %12.4g  %-12s %.3f\n", l.metric.c_str(), l.value, l.unit.c_str(), l.baseline,
+                  l.baseline_name.c_str(), l.value / l.baseline);
+    } else {
+      std::printf("%-44s %12.4g %-8s %12s  %-12s %s\n", l.metric.c_str(), l.value, l.unit.c_str(), "-", "-", "-");
+    }
+  }
+}
+
+}  // namespace
+
+int run_bench(const BenchCommand& command) {
+  std::vector<Line> lines = bench_reference(command.quick);
+  const DeviceInfo device = device_info();
+  if (!device.available) {
+    std::printf("no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
+    print_table(lines);
+    return kExitPass;
+  }
+  std::printf("device: %s\n", device.describe().c_str());
+  CudaStream stream;
+  for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
+
+  std::vector<Shape> shapes;
+  for (const std::string& s : command.shapes) shapes.push_back(parse_shape(s));
+  if (shapes.empty() && command.quick) shapes = {{2, 4, 512, 512, 64}};
+  if (shapes.empty()) shapes = {{16, 16, 2048, 2048, 64}, {16, 16, 4096, 4096, 64}, {4, 16, 4096, 4096, 128}};
+  const std::vector<std::string> masks = command.masks.empty() ? std::vector<std::string>{"none", "causal"} : command.masks;
+  const SdpaTable sdpa = read_sdpa(command.baseline_file);
+  std::vector<std::unique_ptr<Implementation>> impls;
+  for (auto& impl : make_implementations()) {
+    const bool wanted = command.impls.empty() ? impl->on_gpu()
+                                              : std::find(command.impls.begin(), command.impls.end(), impl->name()) !=
+                                                    command.impls.end();
+    if (wanted && !impl->on_gpu()) throw Error("bench: " + impl->name() + " is a CPU implementation");
+    if (wanted) impls.push_back(std::move(impl));
+  }
+  for (const Shape& shape : shapes) {
+    for (const std::string& mask : masks) {
+      for (auto& impl : impls) {
+        for (const Line& l : bench_implementation(*impl, shape, mask, sdpa, stream.get())) lines.push_back(l);
+      }
+    }
+  }
+  print_table(lines);
+  return kExitPass;
+}
+
+}  // namespace fc

@@ -1,0 +1,94 @@
+// flashcore-check --trace: every implementation on every planned case, stage by stage.
+#include <iostream>
+#include <memory>
+
+#include "core/error.h"
+#include "harness/cli/commands.h"
+#include "harness/io/text_output.h"
+#include "harness/trace/judge.h"
+#include "kernels/common/device_inputs.h"
+#include "reference/self_check.h"
+#include "reports/json_report.h"
+#include "reports/table.h"
+#include "stages/device_info.h"
+
+namespace fc {
+namespace {
+
+std::vector<std::unique_ptr<Implementation>> select_implementations(const std::vector<std::string>& names) {
+  if (names.empty()) return make_implementations();
+  std::vector<std::unique_ptr<Implementation>> chosen;
+  for (const std::string& name : names) {
+    std::unique_ptr<Implementation> impl = make_implementation(name);
+    if (!impl) {
+      std::string known;
+      for (const auto& i : make_implementations()) known += (known.empty() ? "" : ", ") + i->name();
+      throw Error("--impl '" + name + "': unknown implementation (built: " + known + ")");
+    }
+    chosen.push_back(std::move(impl));
+  }
+  return chosen;
+}
+
+void print_self_check(const SelfCheck& c) {
+  std::cout << "reference self-check: blocked vs full " << c.blocked_deviation << ", split-KV vs full "
+            << c.split_deviation << ", row sums " << c.row_sum_deviation << " (allowed " << kSelfCheckTolerance
+            << "), " << c.masked_rows << " fully masked rows: " << (c.passed() ? "pass" : "FAIL") << "\n";
+}
+
+}  // namespace
+
+int run_trace(const TraceCommand& command) {
+  const DeviceInfo device = device_info();
+  std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
+  if (!device.available) {
+    for (const auto& impl : impls) {
+      if (impl->on_gpu() && !command.impls.empty()) {
+        throw Error("--impl " + impl->name() + " needs a CUDA device: " + device.why_unavailable);
+      }
+    }
+    std::cout << "no CUDA device (" << device.why_unavailable
+              << "): GPU implementations not run; running the CPU implementations and the reference self-check\n\n";
+    std::vector<std::unique_ptr<Implementation>> cpu;
+    for (auto& impl : impls) {
+      if (!impl->on_gpu()) cpu.push_back(std::move(impl));
+    }
+    impls = std::move(cpu);
+  }
+
+  const std::vector<CaseSpec> cases = plan_cases(command.plan);
+  std::vector<CaseResult> results;
+  bool self_check_failed = false;
+  for (const CaseSpec& spec : cases) {
+    const AttentionInputs inputs = generate_inputs(spec);
+    if (!device.available) {
+      std::cout << spec.label() << "\n";
+      const SelfCheck check = reference_self_check(inputs);
+      print_self_check(check);
+      self_check_failed = self_check_failed || !check.passed();
+    }
+    std::unique_ptr<DeviceInputs> device_inputs;
+    for (const auto& impl : impls) {
+      if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
+      const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
+      results.push_back(judge_case(*impl, inputs, description, device_inputs.get()));
+      write_case_table(std::cout, results.back());
+    }
+    if (impls.empty()) std::cout << "\n";
+  }
+
+  int counts[4] = {0, 0, 0, 0};
+  for (const CaseResult& r : results) ++counts[static_cast<int>(r.verdict)];
+  std::cout << cases.size() << " cases x " << impls.size() << " implementations: " << counts[0] << " pass, "
+            << counts[1] << " diverged, " << counts[2] << " error, " << counts[3] << " skipped";
+  if (!device.available) std::cout << "; reference self-check " << (self_check_failed ? "FAILED" : "passed");
+  std::cout << "\n";
+  if (!command.json_path.empty()) {
+    write_text_file(command.json_path, [&](std::ostream& out) {
+      write_json_report(out, {command.command_line, device.describe()}, results);
+    });
+  }
+  return counts[1] + counts[2] > 0 || self_check_failed ? kExitDiverged : kExitPass;
+}
+
+}  // namespace fc

@@ -1,0 +1,22 @@
+#pragma once
+// Which cases a run covers: the cartesian product of the shapes, masks, dtypes,
+// distributions and seeds asked for, or a default set of small cases that exercises every
+// mask kind, both dtypes, ragged lengths and fully masked rows in seconds.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/inputs.h"
+
+namespace fc {
+
+struct PlanOptions {
+  std::vector<std::string> shapes, masks, dtypes, dists;
+  std::vector<std::uint64_t> seeds;
+  std::optional<double> scale;
+};
+
+std::vector<CaseSpec> plan_cases(const PlanOptions& options);
+std::vector<CaseSpec> default_cases();
+
+}  // namespace fc

@@ -1,0 +1,236 @@
+#include "harness/trace/attribute.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "reference/attention.h"
+
+namespace fc {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// exp overflows fp32 above this argument.
+constexpr double kExpOverflow = 88.72;
+// A finite error this many times its bound is a wrong value, not lost precision.
+constexpr double kPrecisionLossLimit = 100.0;
+
+std::string at_string(const Index4& i) {
+  std::ostringstream s;
+  s << "b=" << i.b << " h=" << i.h << " row " << i.row;
+  if (i.col >= 0) s << " col " << i.col;
+  return s.str();
+}
+
+std::string number(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
+
+Index4 index_in(const Dims& dims, std::int64_t flat) {
+  Index4 at;
+  at.col = flat % dims[3];
+  at.row = (flat / dims[3]) % dims[2];
+  at.h = (flat / (dims[3] * dims[2])) % dims[1];
+  at.b = flat / (dims[3] * dims[2] * dims[1]);
+  return at;
+}
+
+// Was the buffer an output lives in written by an earlier captured stage of this run?
+bool written_before(const TraceRun& run, std::size_t captured_index) {
+  const int id = run.captured[captured_index].view.buffer_id;
+  for (std::size_t i = 0; i < captured_index; ++i) {
+    const Captured& c = run.captured[i];
+    if (c.present && c.view.buffer_id == id && c.flags.unwritten == 0) return true;
+  }
+  return false;
+}
+
+struct Failure {
+  ElementReport element;
+  bool stage_local = false;
+};
+
+std::optional<Failure> failing_element(const OutputResult& r) {
+  if (!r.compared) return std::nullopt;
+  if (!r.local.passed()) return Failure{*r.local.first_failure, true};
+  if (!r.end_to_end.passed()) return Failure{*r.end_to_end.first_failure, false};
+  return std::nullopt;
+}
+
+// The score of the failing element's row and column, when a scores stage was captured.
+std::optional<double> captured_score(const TraceRun& run, const std::vector<OutputResult>& outputs,
+                                     const OutputResult& failing, const Index4& at) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const OutputResult& r = outputs[i];
+    if (r.quantity != Quantity::scores || r.split != failing.split || r.tile != failing.tile) continue;
+    const HostTensor& t = run.captured[i].tensor;
+    if (t.empty() || at.col < r.col_offset) return std::nullopt;
+    const std::int64_t col = at.col - r.col_offset;
+    return t.get(((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) * r.dims[3] + col);
+  }
+  return std::nullopt;
+}
+
+Divergence start(const OutputResult& r) {
+  Divergence d;
+  d.stage = r.stage_name;
+  d.output = r.name;
+  d.kind = stage_kind_name(r.kind);
+  d.split = r.split;
+  d.page = r.tile;
+  return d;
+}
+
+void name_cause(Divergence& d, const TraceRun& run,
+                const std::vector<OutputResult>& outputs, std::size_t i, const Failure& f) {
+  const OutputResult& r = outputs[i];
+  const Stage& stage = run.graph.stages[run.captured[i].stage];
+  const double k = f.element.kernel, ref = f.element.reference;
+  const bool bad_value = !std::isfinite(k) && std::isfinite(ref);
+  const RowContext row = *d.row;
+
+  if (bad_value && stage.reads_own_output && !written_before(run, i)) {
+    const std::string buffer = run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id));
+    if (stage.kind == StageKind::pv) {
+      d.cause = "stale-accumulator";
+      d.evidence = r.stage_name + " accumulated into '" + buffer +
+                   "' (beta = 1) before any stage wrote it, so the sum starts from stale memory (" + number(k) +
+                   " at " + at_string(d.index) + ")";
+    } else {
+      d.cause = "uninitialized-read";
+      d.evidence = r.stage_name + " read '" + buffer + "' before any stage wrote it: the rescale factor times " +
+                   "uninitialized memory gave " + number(k) + " at " + at_string(d.index);
+    }
+    return;
+  }
+  if (bad_value && row.masked()) {
+    d.cause = "fully-masked-row";
+    d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
+                 std::to_string(d.index.h) + " has no key to attend to (all " + std::to_string(row.keys) +
+                 " masked): the row max is -inf and exp(-inf - (-inf)) gave " + number(k) + " in " + r.stage_name;
+    return;
+  }
+  if (r.kind == StageKind::qk && (std::isinf(k) || std::fabs(ref) > max_finite(r.dtype))) {
+    d.cause = "score-overflow";
+    d.evidence = "the score at " + at_string(d.index) + " is " + number(ref) + " but the kernel stored " + number(k) +
+                 ": it overflows " + dtype_name(r.dtype) + " (largest finite " + number(max_finite(r.dtype)) + ")";
+    return;
+  }
+  if (bad_value && r.kind == StageKind::softmax && row.row_max > kExpOverflow) {
+    const std::optional<double> s = captured_score(run, outputs, r, d.index);
+    d.cause = "exp-overflow";
+    d.evidence = "exp overflowed in " + r.stage_name + " at " + at_string(d.index) + ": the row max is " +
+                 number(row.row_max) + (s ? ", the score " + number(*s) : std::string()) +
+                 ", and exp of more than 88.7 exceeds fp32 (is the row max subtracted before exp?)";
+    return;
+  }
+  if (bad_value && r.kind == StageKind::combine) {
+    d.cause = "combine-empty-split";
+    d.evidence = "the combine produced " + number(k) + " at " + at_string(d.index) +
+                 "; a split whose every key is masked has lse -inf and must get weight 0";
+    return;
+  }
+  if (std::isfinite(k) && f.element.bound > 0 && std::fabs(k - ref) / f.element.bound < kPrecisionLossLimit) {
+    d.cause = "precision-loss";
+    d.evidence = r.name + " is " + number(std::fabs(k - ref) / f.element.bound) + "x its error bound at " +
+                 at_string(d.index) + " (kernel " + number(k) + ", reference " + number(ref) + ")" +
+                 (f.stage_local ? "" : "; the stage's own error is within bound, so it accumulated upstream");
+    return;
+  }
+  d.cause = "unknown";
+  d.evidence = r.name + " holds " + number(k) + " at " + at_string(d.index) + " where the reference is " + number(ref) +
+               (std::isfinite(k) && f.element.bound > 0
+                    ? " (" + number(std::fabs(k - ref) / f.element.bound) + "x the bound)"
+                    : std::string());
+}
+
+}  // namespace
+
+std::optional<InputDefect> find_input_defect(const AttentionInputs& inputs) {
+  const std::pair<const char*, const HostTensor*> tensors[] = {{"q", &inputs.q}, {"k", &inputs.k}, {"v", &inputs.v}};
+  for (const auto& [name, t] : tensors) {
+    for (std::int64_t i = 0; i < t->numel(); ++i) {
+      const double x = t->get(i);
+      if (std::isfinite(x)) continue;
+      return InputDefect{name, std::isnan(x), i, index_in(t->dims(), i)};
+    }
+  }
+  return std::nullopt;
+}
+
+RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64_t h, std::int64_t row) {
+  const Shape& s = inputs.problem.shape;
+  const HeadInputs in = head_inputs(inputs, b, h);
+  RowContext ctx;
+  ctx.keys = s.kv_len;
+  ctx.row_max = -kInf;
+  for (std::int64_t j = 0; j < s.kv_len; ++j) {
+    const double bias = in.bias(row, j);
+    if (bias == -kInf) continue;
+    ++ctx.attended;
+    ctx.row_max = std::max(ctx.row_max, in.scale * in.q.row(row).dot(in.k.row(j)) + bias);
+  }
+  for (std::int64_t j = 0; j < s.kv_len && ctx.attended > 0; ++j) {
+    const double bias = in.bias(row, j);
+    if (bias != -kInf) ctx.row_sum += std::exp(in.scale * in.q.row(row).dot(in.k.row(j)) + bias - ctx.row_max);
+  }
+  return ctx;
+}
+
+std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
+                                    const std::vector<OutputResult>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const OutputResult& r = outputs[i];
+    if (r.passed()) continue;
+    Divergence d = start(r);
+    if (!r.present) {
+      d.cause = "unknown";
+      d.evidence = "the implementation declared " + r.name + " but never captured it";
+      return d;
+    }
+    if (!r.capture_problem.empty()) {
+      d.cause = "layout-mismatch";
+      d.evidence = r.name + " was " + r.capture_problem;
+      return d;
+    }
+    const std::optional<Failure> f = failing_element(r);
+    if (r.flags.unwritten > 0 && (!f || !std::isfinite(f->element.kernel))) {
+      d.index = r.index_of(r.flags.first_unwritten);
+      d.cause = "unwritten-output";
+      d.evidence = std::to_string(r.flags.unwritten) + " elements of " + r.name + " were never written ('" +
+                   run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id)) +
+                   "' still holds its poison), the first at " + at_string(d.index);
+      return d;
+    }
+    if (r.flags.foreign_poison > 0) {
+      d.index = r.index_of(r.flags.first_foreign_offset());
+      d.cause = "uninitialized-read";
+      d.evidence = r.name + " holds the poison of buffer '" +
+                   run.buffer_names.at(static_cast<std::size_t>(r.flags.foreign_source())) + "' at " +
+                   at_string(d.index) + ": it copied memory that no stage wrote";
+      return d;
+    }
+    if (!f) continue;  // unreachable: a failing output has a failing element or a flag above
+    d.index = f->element.index;
+    d.stage_local = f->stage_local;
+    d.kernel = f->element.kernel;
+    d.reference = f->element.reference;
+    d.bound = f->element.bound;
+    d.row = row_context(inputs, d.index.b, d.index.h, d.index.row);
+    if (const std::optional<InputDefect> defect = find_input_defect(inputs)) {
+      d.cause = defect->nan ? "input-nan" : "input-inf";
+      d.evidence = "input " + defect->tensor + " holds " + (defect->nan ? "NaN" : "Inf") + " at b=" +
+                   std::to_string(defect->at.b) + " h=" + std::to_string(defect->at.h) + " position " +
+                   std::to_string(defect->at.row) + " dim " + std::to_string(defect->at.col) + ", which reaches " + r.name;
+      return d;
+    }
+    name_cause(d, run, outputs, i, *f);
+    return d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fc

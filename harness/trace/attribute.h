@@ -1,0 +1,27 @@
+#pragma once
+// Attribution: the first stage output (in execution order) whose flags or comparison fail,
+// the element, and the cause, named by a stable id with one sentence of evidence.
+#include <optional>
+#include <vector>
+
+#include "harness/trace/session.h"
+#include "reports/case_result.h"
+
+namespace fc {
+
+// NaN or Inf in an input tensor: the first one, as (tensor, flat index).
+struct InputDefect {
+  std::string tensor;  // "q", "k", "v"
+  bool nan = false;
+  std::int64_t index = 0;
+  Index4 at;
+};
+std::optional<InputDefect> find_input_defect(const AttentionInputs& inputs);
+
+std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
+                                    const std::vector<OutputResult>& outputs);
+
+// The reference's view of one row: its max and sum over the whole row, keys attended.
+RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64_t h, std::int64_t row);
+
+}  // namespace fc

@@ -1,0 +1,125 @@
+#include "harness/trace/capture.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "stages/device_kernels.h"
+
+namespace fc {
+namespace {
+unsigned long long to_logical(const TensorView& v, unsigned long long offset) {
+  return offset == kNoIndex ? kNoIndex : static_cast<unsigned long long>(v.logical_index(static_cast<std::int64_t>(offset)));
+}
+
+void make_indices_logical(Captured& c) {
+  FlagCounts& f = c.flags;
+  f.first_nan = to_logical(c.view, f.first_nan);
+  f.first_inf = to_logical(c.view, f.first_inf);
+  f.first_unwritten = to_logical(c.view, f.first_unwritten);
+  if (f.first_foreign != kNoIndex) {
+    f.first_foreign = (to_logical(c.view, f.first_foreign >> 8) << 8) | (f.first_foreign & 0xFF);
+  }
+}
+
+bool row_major(const TensorView& v) {
+  if (v.strides.empty()) return true;
+  TensorView dense = v;
+  dense.strides.clear();
+  return v.strides == dense.effective_strides();
+}
+}  // namespace
+
+HostTensor copy_to_host(const TensorView& view, cudaStream_t stream) {
+  HostTensor storage(view.dtype, view.dims);
+  if (view.on_device) {
+    FC_CUDA(cudaMemcpyAsync(storage.data(), view.data, storage.nbytes(), cudaMemcpyDeviceToHost, stream));
+    FC_CUDA(cudaStreamSynchronize(stream));
+  } else {
+    std::memcpy(storage.data(), view.data, storage.nbytes());
+  }
+  if (row_major(view)) return storage;
+  HostTensor logical(view.dtype, view.dims);
+  const std::size_t width = dtype_size(view.dtype);
+  const auto* from = static_cast<const std::uint8_t*>(storage.data());
+  auto* to = static_cast<std::uint8_t*>(logical.data());
+  for (std::int64_t offset = 0; offset < storage.numel(); ++offset) {
+    std::memcpy(to + view.logical_index(offset) * width, from + offset * width, width);
+  }
+  return logical;
+}
+
+CaptureTap::CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream)
+    : graph_(graph), shape_(shape), copy_(copy_to_host), stream_(stream) {
+  for (std::size_t s = 0; s < graph.stages.size(); ++s) {
+    first_slot_.push_back(captured_.size());
+    for (std::size_t o = 0; o < graph.stages[s].outputs.size(); ++o) {
+      Captured c;
+      c.stage = s;
+      c.output = o;
+      captured_.push_back(c);
+    }
+  }
+}
+
+std::size_t CaptureTap::slot(std::size_t stage, std::size_t output) const {
+  if (stage >= graph_.stages.size() || output >= graph_.stages[stage].outputs.size()) {
+    throw Error("implementation captured stage " + std::to_string(stage) + " output " + std::to_string(output) +
+                ", which its stage graph does not declare");
+  }
+  return first_slot_[stage] + output;
+}
+
+void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView& view) {
+  Captured& c = captured_[slot(stage, output)];
+  const Stage& st = graph_.stages[stage];
+  const StageOutput& declared = st.outputs[output];
+  c.present = true;
+  c.view = view;
+  const Dims want = output_dims(shape_, graph_.algorithm, st, declared);
+  if (view.dims != want || view.dtype != declared.dtype) {
+    c.problem = "captured " + std::string(dtype_name(view.dtype)) + " " + dims_string(view.dims) + ", declared " +
+                dtype_name(declared.dtype) + " " + dims_string(want);
+    return;
+  }
+  if (view.on_device) {
+    if (!device_flags_.get()) {
+      device_flags_ = DeviceMemory(captured_.size() * sizeof(FlagCounts));
+      const std::vector<FlagCounts> fresh(captured_.size());
+      FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));
+    }
+    launch_flags(view, device_flags_.as<FlagCounts>() + slot(stage, output), stream_);
+  } else {
+    c.flags = host_flags(view);
+  }
+  if (copy_) c.tensor = copy_to_host(view, stream_);
+}
+
+void CaptureTap::reset() {
+  for (Captured& c : captured_) {
+    c.present = false;
+    c.flags = FlagCounts{};
+    c.tensor = HostTensor();
+    c.problem.clear();
+  }
+  if (device_flags_.get()) {
+    const std::vector<FlagCounts> fresh(captured_.size());
+    FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));
+  }
+}
+
+void CaptureTap::finish() {
+  if (device_flags_.get()) {
+    std::vector<FlagCounts> flags(captured_.size());
+    FC_CUDA(cudaMemcpyAsync(flags.data(), device_flags_.get(), device_flags_.bytes(), cudaMemcpyDeviceToHost, stream_));
+    FC_CUDA(cudaStreamSynchronize(stream_));
+    for (std::size_t i = 0; i < captured_.size(); ++i) {
+      if (captured_[i].present && captured_[i].view.on_device) captured_[i].flags = flags[i];
+    }
+  }
+  for (Captured& c : captured_) {
+    if (c.present && c.problem.empty()) make_indices_logical(c);
+  }
+}
+
+}  // namespace fc

@@ -1,0 +1,49 @@
+#pragma once
+// The tap the harness hands an implementation: for every captured stage output it runs the
+// flag pass where the tensor lives (device kernel or host loop) and, when comparing, copies
+// the tensor to the host in logical [B,H,R(,C)] order. Device flag results stay on the
+// device until finish(): one read-back per case.
+#include <string>
+#include <vector>
+
+#include "stages/device_memory.h"
+#include "stages/flags.h"
+#include "stages/stage.h"
+#include "stages/tap.h"
+
+namespace fc {
+
+struct Captured {
+  std::size_t stage = 0, output = 0;
+  bool present = false;   // the implementation captured it
+  TensorView view;        // as captured (its data pointer is stale after the run)
+  FlagCounts flags;       // first indices are logical row-major indices after finish()
+  HostTensor tensor;      // a copy, when comparing
+  std::string problem;    // why the capture could not be used (dims or dtype not as declared)
+};
+
+class CaptureTap final : public Tap {
+ public:
+  CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream);
+  void capture(std::size_t stage, std::size_t output, const TensorView& view) override;
+  void finish();
+  // Ready for another run of the same graph (benchmarks reuse one tap).
+  void reset();
+  std::vector<Captured>& results() { return captured_; }
+
+ private:
+  std::size_t slot(std::size_t stage, std::size_t output) const;
+
+  const StageGraph& graph_;
+  Shape shape_;
+  bool copy_;
+  cudaStream_t stream_;
+  std::vector<std::size_t> first_slot_;  // per stage
+  std::vector<Captured> captured_;
+  DeviceMemory device_flags_;            // FlagCounts per slot, allocated on first device capture
+};
+
+// Host copy of a view in logical row-major order (from host or device memory).
+HostTensor copy_to_host(const TensorView& view, cudaStream_t stream);
+
+}  // namespace fc

@@ -1,0 +1,91 @@
+#include "harness/trace/evaluate.h"
+
+#include <string>
+
+#include "core/parallel.h"
+#include "harness/trace/stage_reference.h"
+
+namespace fc {
+namespace {
+
+OutputResult describe(const Shape& shape, const StageGraph& graph, const Captured& c) {
+  const Stage& stage = graph.stages[c.stage];
+  const StageOutput& out = stage.outputs[c.output];
+  OutputResult r;
+  r.name = stage.output_name(c.output);
+  r.stage_name = stage.name();
+  r.kind = stage.kind;
+  r.split = stage.split;
+  r.tile = stage.tile;
+  r.quantity = out.quantity;
+  r.dtype = out.dtype;
+  r.dims = output_dims(shape, graph.algorithm, stage, out);
+  r.col_offset = stage_columns(shape, graph.algorithm, stage).begin;
+  r.present = c.present;
+  r.capture_problem = c.problem;
+  r.flags = c.flags;
+  return r;
+}
+
+struct HeadMetrics {
+  Metrics end_to_end, local;
+};
+
+}  // namespace
+
+std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run) {
+  const Shape& shape = inputs.problem.shape;
+  const StageGraph& graph = run.graph;
+  std::vector<OutputResult> results;
+  std::vector<std::size_t> comparable;  // indices into run.captured with a host tensor
+  for (std::size_t i = 0; i < run.captured.size(); ++i) {
+    results.push_back(describe(shape, graph, run.captured[i]));
+    const Captured& c = run.captured[i];
+    if (c.present && c.problem.empty() && !c.tensor.empty()) comparable.push_back(i);
+  }
+  if (comparable.empty()) return results;
+
+  const std::int64_t heads = shape.batch * shape.heads;
+  std::vector<std::vector<HeadMetrics>> per_head(static_cast<std::size_t>(heads));
+  parallel_for(heads, [&](std::int64_t bh) {
+    const std::int64_t b = bh / shape.heads, h = bh % shape.heads;
+    const HeadInputs in = head_inputs(inputs, b, h);
+    const QuantityMap e2e = end_to_end_reference(in, shape, graph);
+    QuantityMap kernel;
+    for (std::size_t i : comparable) {
+      const Captured& c = run.captured[i];
+      const Stage& stage = graph.stages[c.stage];
+      const StageOutput& out = stage.outputs[c.output];
+      kernel[key_of(stage, out)] = Bounded::exact(head_matrix(c.tensor, b, h), out.dtype);
+    }
+    const LocalReference local(in, shape, graph, e2e, kernel);
+    std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];
+    for (std::size_t i : comparable) {
+      const Captured& c = run.captured[i];
+      const Stage& stage = graph.stages[c.stage];
+      const StageOutput& out = stage.outputs[c.output];
+      const OutputResult& r = results[i];
+      const HeadSpot spot{b, h, r.col_offset, is_row_quantity(out.quantity)};
+      const MatrixR& k = kernel.at(key_of(stage, out)).value;
+      mine.push_back({compare_head(spot, k, e2e.at(key_of(stage, out)), out.dtype),
+                      compare_head(spot, k, local.evaluate(stage, out), out.dtype)});
+    }
+  });
+  for (std::size_t n = 0; n < comparable.size(); ++n) {
+    OutputResult& r = results[comparable[n]];
+    r.compared = true;
+    for (std::int64_t bh = 0; bh < heads; ++bh) {
+      const HeadMetrics& m = per_head[static_cast<std::size_t>(bh)][n];
+      if (bh == 0) {
+        r.end_to_end = m.end_to_end;
+        r.local = m.local;
+      } else {
+        merge_after(r.end_to_end, m.end_to_end);
+        merge_after(r.local, m.local);
+      }
+    }
+  }
+  return results;
+}
+
+}  // namespace fc

@@ -1,0 +1,164 @@
+#include "harness/trace/stage_reference.h"
+
+#include <limits>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace fc {
+namespace {
+
+void add_tiles(QuantityMap& map, const BlockedReference& blocked, int split) {
+  for (std::size_t j = 0; j < blocked.tiles.size(); ++j) {
+    const TileReference& t = blocked.tiles[j];
+    const int tile = static_cast<int>(j);
+    map[{Quantity::scores, split, tile}] = t.scores;
+    map[{Quantity::p_tilde, split, tile}] = t.softmax.p_tilde;
+    map[{Quantity::row_max, split, tile}] = t.softmax.max;
+    map[{Quantity::row_sum, split, tile}] = t.softmax.sum;
+    map[{Quantity::rescaled_acc, split, tile}] = t.rescaled;
+    map[{Quantity::acc, split, tile}] = t.acc;
+  }
+}
+
+}  // namespace
+
+bool QuantityKey::operator<(const QuantityKey& o) const {
+  return std::tie(quantity, split, tile) < std::tie(o.quantity, o.split, o.tile);
+}
+
+QuantityKey key_of(const Stage& stage, const StageOutput& output) { return {output.quantity, stage.split, stage.tile}; }
+
+QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const StageGraph& graph) {
+  QuantityMap map;
+  const ChainArithmetic& a = graph.arithmetic;
+  switch (graph.algorithm.kind) {
+    case Algorithm::Kind::full: {
+      const FullReference f = full_reference(in, a);
+      map[{Quantity::scores}] = f.scores;
+      map[{Quantity::probs}] = f.softmax.p;
+      map[{Quantity::row_max}] = f.softmax.max;
+      map[{Quantity::row_sum}] = f.softmax.sum;
+      map[{Quantity::output}] = f.out;
+      break;
+    }
+    case Algorithm::Kind::blocked: {
+      const BlockedReference b = blocked_reference(in, 0, shape.kv_len, graph.algorithm.tile_width, a);
+      add_tiles(map, b, -1);
+      map[{Quantity::output}] = b.out;
+      break;
+    }
+    case Algorithm::Kind::split: {
+      const SplitReference s = split_reference(in, graph.algorithm.splits, graph.algorithm.tile_width, a);
+      for (std::size_t t = 0; t < s.splits.size(); ++t) {
+        const int split = static_cast<int>(t);
+        add_tiles(map, s.splits[t], split);
+        map[{Quantity::partial_output, split}] = s.splits[t].out;
+        map[{Quantity::partial_lse, split}] = s.splits[t].lse;
+      }
+      map[{Quantity::output}] = s.out;
+      break;
+    }
+  }
+  return map;
+}
+
+LocalReference::LocalReference(const HeadInputs& in, const Shape& shape, const StageGraph& graph,
+                               const QuantityMap& end_to_end, const QuantityMap& kernel)
+    : in_(in), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel) {}
+
+Bounded LocalReference::input(Quantity q, int split, int tile) const {
+  const QuantityKey key{q, split, tile};
+  if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
+  if (auto it = e2e_.find(key); it != e2e_.end()) return it->second;
+  throw Error(std::string("no reference for ") + quantity_name(q) + " split " + std::to_string(split) + " tile " +
+              std::to_string(tile));
+}
+
+Bounded LocalReference::initial_rows(double value) const {
+  return Bounded::exact(MatrixR::Constant(shape_.q_len, 1, value), DType::f32);
+}
+
+int LocalReference::last_tile(int split) const {
+  const KeyRange range = tile_columns(shape_, graph_.algorithm, split, -1);
+  return static_cast<int>(tile_count(range.begin, range.end, graph_.algorithm.tile_width)) - 1;
+}
+
+MatrixR LocalReference::value_rows(int split, int tile) const {
+  const KeyRange cols = tile_columns(shape_, graph_.algorithm, split, tile);
+  return in_.v.middleRows(cols.begin, cols.end - cols.begin);
+}
+
+// The accumulator a tile's p~ v is added to: captured after the rescale stage if the kernel
+// has one, zero before the first tile, or else the rescale evaluated from captured values.
+Bounded LocalReference::rescaled_input(int split, int tile) const {
+  const QuantityKey key{Quantity::rescaled_acc, split, tile};
+  if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
+  if (tile == 0) return Bounded::exact(MatrixR::Zero(shape_.q_len, shape_.head_dim), DType::f32);
+  return eval_rescale(input(Quantity::acc, split, tile - 1), input(Quantity::row_max, split, tile - 1),
+                      input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
+}
+
+Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) const {
+  const ChainArithmetic& a = graph_.arithmetic;
+  const int split = stage.split, tile = stage.tile;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  switch (output.quantity) {
+    case Quantity::scores:
+      return e2e_.at({Quantity::scores, split, tile});
+    case Quantity::probs:
+      return eval_softmax(input(Quantity::scores, split, -1), a.softmax).p;
+    case Quantity::p_tilde:
+    case Quantity::row_max:
+    case Quantity::row_sum: {
+      if (tile < 0) {  // whole-row softmax
+        const SoftmaxResult r = eval_softmax(input(Quantity::scores, split, -1), a.softmax);
+        return output.quantity == Quantity::row_max ? r.max : r.sum;
+      }
+      const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
+      const Bounded prev_sum = tile == 0 ? initial_rows(0) : input(Quantity::row_sum, split, tile - 1);
+      const OnlineSoftmaxResult r = eval_online_softmax(input(Quantity::scores, split, tile), prev_max, prev_sum, a.softmax);
+      if (output.quantity == Quantity::p_tilde) return r.p_tilde;
+      return output.quantity == Quantity::row_max ? r.max : r.sum;
+    }
+    case Quantity::rescaled_acc: {
+      const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(shape_.q_len, shape_.head_dim), DType::f32)
+                                    : input(Quantity::acc, split, tile - 1);
+      const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
+      return eval_rescale(acc, prev_max, input(Quantity::row_max, split, tile), a.rescale);
+    }
+    case Quantity::acc: {
+      const Bounded rescaled = rescaled_input(split, tile);
+      return eval_pv(input(Quantity::p_tilde, split, tile), value_rows(split, tile), &rescaled, a.pv);
+    }
+    case Quantity::partial_output:
+    case Quantity::partial_lse: {
+      const int last = last_tile(split);
+      if (last < 0) return e2e_.at({output.quantity, split, -1});  // an empty split
+      const Bounded sum = input(Quantity::row_sum, split, last);
+      if (output.quantity == Quantity::partial_lse) return eval_lse(input(Quantity::row_max, split, last), sum, a.lse);
+      return eval_normalize(input(Quantity::acc, split, last), sum, a.normalize);
+    }
+    case Quantity::output: {
+      switch (graph_.algorithm.kind) {
+        case Algorithm::Kind::full:
+          return eval_pv(input(Quantity::probs, -1, -1), in_.v, nullptr, a.pv);
+        case Algorithm::Kind::blocked: {
+          const int last = last_tile(-1);
+          return eval_normalize(input(Quantity::acc, -1, last), input(Quantity::row_sum, -1, last), a.normalize);
+        }
+        case Algorithm::Kind::split: {
+          std::vector<Bounded> outs, lses;
+          for (int t = 0; t < graph_.algorithm.splits; ++t) {
+            outs.push_back(input(Quantity::partial_output, t, -1));
+            lses.push_back(input(Quantity::partial_lse, t, -1));
+          }
+          return eval_combine(outs, lses, a.combine);
+        }
+      }
+    }
+  }
+  throw Error("no stage-local reference for " + stage.output_name(0));
+}
+
+}  // namespace fc

@@ -1,0 +1,51 @@
+#pragma once
+// What every stage output of an implementation should hold, for one head:
+//  - end to end: the reference chain of the graph's algorithm from the exact inputs;
+//  - stage-local: the stage's own evaluation function applied to what the kernel itself
+//    produced upstream (exact, zero input error), so only the stage's own error remains.
+//    An upstream quantity the kernel did not capture is taken from the end-to-end chain,
+//    with its bound, or derived (an uncaptured rescale is evaluated from the captured
+//    accumulator and maxima).
+#include <map>
+#include <optional>
+
+#include "reference/attention.h"
+#include "stages/stage.h"
+
+namespace fc {
+
+struct QuantityKey {
+  Quantity quantity;
+  int split = -1, tile = -1;
+  bool operator<(const QuantityKey& o) const;
+};
+
+QuantityKey key_of(const Stage& stage, const StageOutput& output);
+
+using QuantityMap = std::map<QuantityKey, Bounded>;
+
+// Every quantity of the graph's algorithm, end to end.
+QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const StageGraph& graph);
+
+class LocalReference {
+ public:
+  // `kernel` holds the captured outputs of this head, exact, in their stored formats.
+  LocalReference(const HeadInputs& in, const Shape& shape, const StageGraph& graph, const QuantityMap& end_to_end,
+                 const QuantityMap& kernel);
+  Bounded evaluate(const Stage& stage, const StageOutput& output) const;
+
+ private:
+  Bounded input(Quantity q, int split, int tile) const;
+  Bounded rescaled_input(int split, int tile) const;
+  Bounded initial_rows(double value) const;
+  int last_tile(int split) const;
+  MatrixR value_rows(int split, int tile) const;
+
+  const HeadInputs& in_;
+  const Shape& shape_;
+  const StageGraph& graph_;
+  const QuantityMap& e2e_;
+  const QuantityMap& kernel_;
+};
+
+}  // namespace fc

@@ -1,0 +1,84 @@
+// cpu-emulated: an unfused attention on the CPU with a GPU kernel's arithmetic (fp32 scores,
+// fp32 softmax with fast exp, fp32-accumulated P.V stored in the input format). It runs
+// where no GPU is, so every machine can trace a real implementation end to end.
+#include "kernels/cpu_emulated/buffer_io.h"
+#include "kernels/cpu_emulated/cpu_implementations.h"
+#include "kernels/cpu_emulated/emulate.h"
+#include "core/parallel.h"
+#include "reference/attention.h"
+
+namespace fc {
+namespace {
+
+class CpuFull final : public Implementation {
+ public:
+  std::string name() const override { return "cpu-emulated"; }
+  std::string summary() const override {
+    return "CPU, unfused: fp32 scores, fp32 softmax (exp2-based exp), fp32-accumulated P.V; no GPU needed";
+  }
+  bool on_gpu() const override { return false; }
+
+  StageGraph stage_graph(const Problem& p) const override {
+    StageGraph g;
+    g.algorithm.kind = Algorithm::Kind::full;
+    g.arithmetic = nominal_arithmetic(p.dtype);
+    g.stages = {
+        {StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
+        {StageKind::softmax, -1, -1,
+         {{"", Quantity::probs, DType::f32}, {"max", Quantity::row_max, DType::f32}, {"sum", Quantity::row_sum, DType::f32}}},
+        {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}},
+    };
+    return g;
+  }
+
+  void prepare(const Problem& p, Workspace& ws) override {
+    const Shape& s = p.shape;
+    const std::int64_t heads = s.batch * s.heads;
+    scores_ = &ws.allocate("scores", DType::f32, heads * s.q_len * s.kv_len);
+    probs_ = &ws.allocate("probs", DType::f32, heads * s.q_len * s.kv_len);
+    max_ = &ws.allocate("row_max", DType::f32, heads * s.q_len);
+    sum_ = &ws.allocate("row_sum", DType::f32, heads * s.q_len);
+    out_ = &ws.allocate("output", p.dtype, heads * s.q_len * s.head_dim);
+  }
+
+  void run(RunContext& ctx) override {
+    const AttentionInputs& in = ctx.inputs;
+    const Shape& s = in.problem.shape;
+    const std::int64_t heads = s.batch * s.heads;
+    const Dims score_dims{s.batch, s.heads, s.q_len, s.kv_len}, row_dims{s.batch, s.heads, s.q_len};
+
+    parallel_for(heads, [&](std::int64_t bh) {
+      const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads);
+      emu::write_block(*scores_, bh, emu::qk(head, 0, s.kv_len, DType::f32));
+    });
+    if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(score_dims));
+
+    parallel_for(heads, [&](std::int64_t bh) {
+      const emu::Softmax sm = emu::softmax(emu::read_block(*scores_, bh, s.q_len, s.kv_len), DType::f32);
+      emu::write_block(*probs_, bh, sm.p);
+      emu::write_block(*max_, bh, sm.max);
+      emu::write_block(*sum_, bh, sm.sum);
+    });
+    if (ctx.tap) {
+      ctx.tap->capture(1, 0, probs_->view(score_dims));
+      ctx.tap->capture(1, 1, max_->view(row_dims));
+      ctx.tap->capture(1, 2, sum_->view(row_dims));
+    }
+
+    parallel_for(heads, [&](std::int64_t bh) {
+      const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads);
+      const MatrixR p = emu::read_block(*probs_, bh, s.q_len, s.kv_len);
+      emu::write_block(*out_, bh, emu::pv(p, v, nullptr, DType::f32, in.problem.dtype));
+    });
+    if (ctx.tap) ctx.tap->capture(2, 0, out_->view({s.batch, s.heads, s.q_len, s.head_dim}));
+  }
+
+ private:
+  Buffer *scores_ = nullptr, *probs_ = nullptr, *max_ = nullptr, *sum_ = nullptr, *out_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Implementation> make_cpu_full() { return std::make_unique<CpuFull>(); }
+
+}  // namespace fc

@@ -1,0 +1,136 @@
+// cpu-emulated-paged: online softmax over pages of keys on the CPU, staged as the cuBLASLt
+// paged implementation is: per page qk, softmax (p~ in the input format, running max and
+// sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize.
+#include <algorithm>
+
+#include "kernels/cpu_emulated/buffer_io.h"
+#include "kernels/cpu_emulated/cpu_implementations.h"
+#include "kernels/cpu_emulated/emulate.h"
+#include "core/parallel.h"
+#include "reference/attention.h"
+
+namespace fc {
+namespace {
+
+constexpr std::int64_t kPageWidth = 64;
+
+class CpuPaged final : public Implementation {
+ public:
+  std::string name() const override { return "cpu-emulated-paged"; }
+  std::string summary() const override {
+    return "CPU, online softmax over pages of 64 keys: rescale and accumulate per page, normalize at the end; "
+           "no GPU needed";
+  }
+  bool on_gpu() const override { return false; }
+
+  StageGraph stage_graph(const Problem& p) const override {
+    StageGraph g;
+    g.algorithm = {Algorithm::Kind::blocked, kPageWidth, 0};
+    g.arithmetic = nominal_arithmetic(p.dtype);
+    g.arithmetic.softmax.out = p.dtype;  // p~ is stored as the P.V operand
+    g.arithmetic.pv.out = DType::f32;    // the running accumulator
+    g.arithmetic.pv.operand = p.dtype;
+    const int pages = static_cast<int>(tile_count(0, p.shape.kv_len, kPageWidth));
+    for (int j = 0; j < pages; ++j) {
+      g.stages.push_back({StageKind::qk, -1, j, {{"", Quantity::scores, DType::f32}}});
+      g.stages.push_back({StageKind::softmax, -1, j,
+                          {{"", Quantity::p_tilde, p.dtype},
+                           {"max", Quantity::row_max, DType::f32},
+                           {"sum", Quantity::row_sum, DType::f32}}});
+      if (j > 0) g.stages.push_back({StageKind::rescale, -1, j, {{"", Quantity::rescaled_acc, DType::f32}}, true});
+      g.stages.push_back({StageKind::pv, -1, j, {{"", Quantity::acc, DType::f32}}, j > 0});
+    }
+    g.stages.push_back({StageKind::normalize, -1, -1, {{"", Quantity::output, p.dtype}}});
+    return g;
+  }
+
+  void prepare(const Problem& p, Workspace& ws) override {
+    const Shape& s = p.shape;
+    const std::int64_t rows = s.batch * s.heads * s.q_len;
+    scores_ = &ws.allocate("scores_page", DType::f32, rows * kPageWidth);
+    p_tilde_ = &ws.allocate("p_tilde_page", p.dtype, rows * kPageWidth);
+    max_ = &ws.allocate("row_max", DType::f32, rows);
+    sum_ = &ws.allocate("row_sum", DType::f32, rows);
+    rescale_ = &ws.allocate("rescale", DType::f32, rows);
+    acc_ = &ws.allocate("acc", DType::f32, rows * s.head_dim);
+    out_ = &ws.allocate("output", p.dtype, rows * s.head_dim);
+  }
+
+  void run(RunContext& ctx) override {
+    const AttentionInputs& in = ctx.inputs;
+    const Shape& s = in.problem.shape;
+    const DType io = in.problem.dtype;
+    const std::int64_t heads = s.batch * s.heads;
+    const Dims rows{s.batch, s.heads, s.q_len}, acc_dims{s.batch, s.heads, s.q_len, s.head_dim};
+    std::size_t stage = 0;
+    const std::int64_t pages = tile_count(0, s.kv_len, kPageWidth);
+
+    for (std::int64_t j = 0; j < pages; ++j) {
+      const std::int64_t c0 = j * kPageWidth, c1 = std::min(s.kv_len, c0 + kPageWidth), n = c1 - c0;
+      const Dims page_dims{s.batch, s.heads, s.q_len, n};
+
+      parallel_for(heads, [&](std::int64_t bh) {
+        emu::write_block(*scores_, bh, emu::qk(head_inputs(in, bh / s.heads, bh % s.heads), c0, c1, DType::f32));
+      });
+      if (ctx.tap) ctx.tap->capture(stage, 0, scores_->view(page_dims));
+      ++stage;
+
+      parallel_for(heads, [&](std::int64_t bh) {
+        const MatrixR prev_max = j == 0 ? MatrixR::Constant(s.q_len, 1, -INFINITY) : emu::read_block(*max_, bh, s.q_len, 1);
+        const MatrixR prev_sum = j == 0 ? MatrixR::Zero(s.q_len, 1) : emu::read_block(*sum_, bh, s.q_len, 1);
+        const emu::OnlineSoftmax os = emu::online_softmax(emu::read_block(*scores_, bh, s.q_len, n), prev_max, prev_sum, io);
+        emu::write_block(*p_tilde_, bh, os.p_tilde);
+        emu::write_block(*max_, bh, os.max);
+        emu::write_block(*sum_, bh, os.sum);
+        emu::write_block(*rescale_, bh, os.rescale);
+      });
+      if (ctx.tap) {
+        ctx.tap->capture(stage, 0, p_tilde_->view(page_dims));
+        ctx.tap->capture(stage, 1, max_->view(rows));
+        ctx.tap->capture(stage, 2, sum_->view(rows));
+      }
+      ++stage;
+
+      if (j > 0) {
+        parallel_for(heads, [&](std::int64_t bh) {
+          MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
+          const MatrixR r = emu::read_block(*rescale_, bh, s.q_len, 1);
+          for (Eigen::Index i = 0; i < acc.rows(); ++i) {
+            for (Eigen::Index c = 0; c < acc.cols(); ++c) {
+              acc(i, c) = static_cast<float>(r(i, 0)) * static_cast<float>(acc(i, c));
+            }
+          }
+          emu::write_block(*acc_, bh, acc);
+        });
+        if (ctx.tap) ctx.tap->capture(stage, 0, acc_->view(acc_dims));
+        ++stage;
+      }
+
+      parallel_for(heads, [&](std::int64_t bh) {
+        const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads).middleRows(c0, n);
+        const MatrixR pt = emu::read_block(*p_tilde_, bh, s.q_len, n);
+        const MatrixR acc = j == 0 ? MatrixR() : emu::read_block(*acc_, bh, s.q_len, s.head_dim);
+        emu::write_block(*acc_, bh, emu::pv(pt, v, j == 0 ? nullptr : &acc, io, DType::f32));
+      });
+      if (ctx.tap) ctx.tap->capture(stage, 0, acc_->view(acc_dims));
+      ++stage;
+    }
+
+    parallel_for(heads, [&](std::int64_t bh) {
+      const MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
+      const MatrixR l = emu::read_block(*sum_, bh, s.q_len, 1);
+      emu::write_block(*out_, bh, emu::normalize(acc, l, io));
+    });
+    if (ctx.tap) ctx.tap->capture(stage, 0, out_->view(acc_dims));
+  }
+
+ private:
+  Buffer *scores_ = nullptr, *p_tilde_ = nullptr, *max_ = nullptr, *sum_ = nullptr, *rescale_ = nullptr;
+  Buffer *acc_ = nullptr, *out_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Implementation> make_cpu_paged() { return std::make_unique<CpuPaged>(); }
+
+}  // namespace fc

@@ -1,0 +1,30 @@
+#pragma once
+// A CPU emulation of each stage as a GPU kernel computes it: inputs in their stored format,
+// fp32 accumulation in sequential order, exp through exp2f(x * log2 e) as GPU fast math
+// does, results rounded to the stage's output format. The bound tests hold the error
+// bounds of reference/stage_eval.h against it.
+#include <vector>
+
+#include "reference/stage_eval.h"
+
+namespace fc::emu {
+
+MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out);
+
+struct Softmax {
+  MatrixR p, max, sum;
+};
+Softmax softmax(const MatrixR& scores, DType out);
+
+struct OnlineSoftmax {
+  MatrixR p_tilde, max, sum, rescale;
+};
+OnlineSoftmax online_softmax(const MatrixR& scores_tile, const MatrixR& prev_max, const MatrixR& prev_sum, DType out);
+
+MatrixR rescale(const MatrixR& acc, const MatrixR& prev_max, const MatrixR& new_max, DType out);
+MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out);
+MatrixR normalize(const MatrixR& acc, const MatrixR& sum, DType out);
+MatrixR lse(const MatrixR& max, const MatrixR& sum, DType out);
+MatrixR combine(const std::vector<MatrixR>& outs, const std::vector<MatrixR>& lses, DType out);
+
+}  // namespace fc::emu

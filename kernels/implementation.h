@@ -1,0 +1,46 @@
+#pragma once
+// The one interface every attention implementation under test follows, fused or not, GPU
+// or CPU: it declares its stage graph, allocates its buffers in the workspace the harness
+// poisons, and runs, calling the tap after each stage when one is given.
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "stages/stage.h"
+#include "stages/tap.h"
+#include "stages/workspace.h"
+
+namespace fc {
+
+class DeviceInputs;
+
+struct RunContext {
+  const AttentionInputs& inputs;
+  const DeviceInputs* device = nullptr;  // set for GPU implementations
+  Tap* tap = nullptr;                    // null: untraced
+  cudaStream_t stream = nullptr;
+};
+
+class Implementation {
+ public:
+  virtual ~Implementation() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;
+  virtual bool on_gpu() const = 0;
+  // Why this implementation cannot run the problem, if it cannot.
+  virtual std::optional<std::string> unsupported(const Problem&) const { return std::nullopt; }
+  virtual StageGraph stage_graph(const Problem& problem) const = 0;
+  // Allocates what run() writes; called once per case, before the harness poisons.
+  virtual void prepare(const Problem& problem, Workspace& workspace) = 0;
+  virtual void run(RunContext& context) = 0;
+};
+
+// Every implementation built into this binary, in a stable order.
+std::vector<std::unique_ptr<Implementation>> make_implementations();
+std::unique_ptr<Implementation> make_implementation(const std::string& name);  // null if unknown
+
+}  // namespace fc

@@ -1,0 +1,71 @@
+// naive: qk, softmax and pv as three plain CUDA kernels over whole rows (fp32 scores and
+// probabilities, output in the input format). The known-good GPU baseline.
+#include "kernels/common/device_inputs.h"
+#include "kernels/naive/naive.h"
+#include "kernels/naive/naive_kernels.h"
+
+namespace fc {
+namespace {
+
+class Naive final : public Implementation {
+ public:
+  std::string name() const override { return "naive"; }
+  std::string summary() const override {
+    return "GPU, three plain kernels: fp32 scores, fp32 softmax over whole rows, fp32-accumulated P.V";
+  }
+  bool on_gpu() const override { return true; }
+
+  StageGraph stage_graph(const Problem& p) const override {
+    StageGraph g;
+    g.algorithm.kind = Algorithm::Kind::full;
+    g.arithmetic = nominal_arithmetic(p.dtype);
+    g.stages = {
+        {StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
+        {StageKind::softmax, -1, -1,
+         {{"", Quantity::probs, DType::f32}, {"max", Quantity::row_max, DType::f32}, {"sum", Quantity::row_sum, DType::f32}}},
+        {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}},
+    };
+    return g;
+  }
+
+  void prepare(const Problem& p, Workspace& ws) override {
+    const Shape& s = p.shape;
+    const std::int64_t rows = s.batch * s.heads * s.q_len;
+    scores_ = &ws.allocate("scores", DType::f32, rows * s.kv_len);
+    probs_ = &ws.allocate("probs", DType::f32, rows * s.kv_len);
+    max_ = &ws.allocate("row_max", DType::f32, rows);
+    sum_ = &ws.allocate("row_sum", DType::f32, rows);
+    out_ = &ws.allocate("output", p.dtype, rows * s.head_dim);
+  }
+
+  void run(RunContext& ctx) override {
+    const Problem& p = ctx.inputs.problem;
+    const Shape& s = p.shape;
+    const DeviceInputs& in = *ctx.device;
+    const Dims scores{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len};
+
+    launch_naive_qk(in.q(), in.k(), p.dtype, s, static_cast<float>(p.scale), in.mask(), scores_->as<float>(),
+                    ctx.stream);
+    if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(scores));
+
+    launch_naive_softmax(scores_->as<float>(), s, probs_->as<float>(), max_->as<float>(), sum_->as<float>(),
+                         ctx.stream);
+    if (ctx.tap) {
+      ctx.tap->capture(1, 0, probs_->view(scores));
+      ctx.tap->capture(1, 1, max_->view(rows));
+      ctx.tap->capture(1, 2, sum_->view(rows));
+    }
+
+    launch_naive_pv(probs_->as<float>(), in.v(), p.dtype, s, out_->data, ctx.stream);
+    if (ctx.tap) ctx.tap->capture(2, 0, out_->view({s.batch, s.heads, s.q_len, s.head_dim}));
+  }
+
+ private:
+  Buffer *scores_ = nullptr, *probs_ = nullptr, *max_ = nullptr, *sum_ = nullptr, *out_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Implementation> make_naive() { return std::make_unique<Naive>(); }
+
+}  // namespace fc

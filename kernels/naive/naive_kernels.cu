@@ -1,0 +1,162 @@
+// naive: three plain CUDA kernels, fp32 accumulation, shared-memory tiles of 32x32 and
+// nothing clever. The known-good baseline every other implementation is compared with.
+#include "core/check.h"
+#include "kernels/common/element.cuh"
+#include "kernels/naive/naive_kernels.h"
+
+namespace fc {
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kRowsPerThread = 4;  // block 32 x 8, each thread 4 rows of the 32 x 32 tile
+constexpr float kNegInf = -__builtin_huge_valf();
+
+template <class T>
+__global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int heads, float scale, DeviceMask mask,
+                          float* scores) {
+  __shared__ float qs[kTile][kTile + 1], ks[kTile][kTile + 1];
+  const int bh = blockIdx.z, b = bh / heads, h = bh % heads;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile, tx = threadIdx.x, ty = threadIdx.y;
+  const T* qh = q + static_cast<size_t>(bh) * sq * d;
+  const T* kh = k + static_cast<size_t>(bh) * sk * d;
+  float acc[kRowsPerThread] = {};
+  for (int d0 = 0; d0 < d; d0 += kTile) {
+    for (int r = ty; r < kTile; r += blockDim.y) {
+      const int col = d0 + tx;
+      qs[r][tx] = (i0 + r < sq && col < d) ? to_float(qh[static_cast<size_t>(i0 + r) * d + col]) : 0.0f;
+      ks[r][tx] = (j0 + r < sk && col < d) ? to_float(kh[static_cast<size_t>(j0 + r) * d + col]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int c = 0; c < kTile; ++c) {
+      const float kv = ks[tx][c];
+#pragma unroll
+      for (int u = 0; u < kRowsPerThread; ++u) acc[u] = fmaf(qs[ty + u * blockDim.y][c], kv, acc[u]);
+    }
+    __syncthreads();
+  }
+  const int j = j0 + tx;
+#pragma unroll
+  for (int u = 0; u < kRowsPerThread; ++u) {
+    const int i = i0 + ty + u * blockDim.y;
+    if (i < sq && j < sk) {
+      scores[(static_cast<size_t>(bh) * sq + i) * sk + j] = acc[u] * scale + device_mask_bias(mask, b, h, i, j);
+    }
+  }
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  return x;
+}
+__device__ __forceinline__ float warp_sum(float x) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
+  return x;
+}
+
+// One warp per row.
+__global__ void softmax_kernel(const float* scores, long long rows, int sk, float* probs, float* row_max,
+                               float* row_sum) {
+  const long long row = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (row >= rows) return;
+  const int lane = threadIdx.x;
+  const float* s = scores + row * sk;
+  float* p = probs + row * sk;
+  float m = kNegInf;
+  for (int j = lane; j < sk; j += 32) m = fmaxf(m, s[j]);
+  m = warp_max(m);
+  if (m == kNegInf) {  // fully masked row: probabilities 0 by the reference convention
+    for (int j = lane; j < sk; j += 32) p[j] = 0.0f;
+    if (lane == 0) {
+      row_max[row] = m;
+      row_sum[row] = 0.0f;
+    }
+    return;
+  }
+  float l = 0;
+  for (int j = lane; j < sk; j += 32) l += expf(s[j] - m);
+  l = warp_sum(l);
+  const float inv = 1.0f / l;
+  for (int j = lane; j < sk; j += 32) p[j] = expf(s[j] - m) * inv;
+  if (lane == 0) {
+    row_max[row] = m;
+    row_sum[row] = l;
+  }
+}
+
+template <class T>
+__global__ void pv_kernel(const float* probs, const T* v, int sq, int sk, int d, T* out) {
+  __shared__ float ps[kTile][kTile + 1], vs[kTile][kTile + 1];
+  const int bh = blockIdx.z, i0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile, tx = threadIdx.x, ty = threadIdx.y;
+  const float* ph = probs + static_cast<size_t>(bh) * sq * sk;
+  const T* vh = v + static_cast<size_t>(bh) * sk * d;
+  float acc[kRowsPerThread] = {};
+  for (int j0 = 0; j0 < sk; j0 += kTile) {
+    for (int r = ty; r < kTile; r += blockDim.y) {
+      ps[r][tx] = (i0 + r < sq && j0 + tx < sk) ? ph[static_cast<size_t>(i0 + r) * sk + j0 + tx] : 0.0f;
+      vs[r][tx] = (j0 + r < sk && c0 + tx < d) ? to_float(vh[static_cast<size_t>(j0 + r) * d + c0 + tx]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int c = 0; c < kTile; ++c) {
+      const float vv = vs[c][tx];
+#pragma unroll
+      for (int u = 0; u < kRowsPerThread; ++u) acc[u] = fmaf(ps[ty + u * blockDim.y][c], vv, acc[u]);
+    }
+    __syncthreads();
+  }
+  const int col = c0 + tx;
+#pragma unroll
+  for (int u = 0; u < kRowsPerThread; ++u) {
+    const int i = i0 + ty + u * blockDim.y;
+    if (i < sq && col < d) out[(static_cast<size_t>(bh) * sq + i) * d + col] = from_float<T>(acc[u]);
+  }
+}
+
+dim3 tile_grid(long long cols, long long rows, long long heads) {
+  return dim3(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile),
+              static_cast<unsigned>(heads));
+}
+const dim3 kTileBlock(kTile, kTile / kRowsPerThread);
+
+}  // namespace
+
+void launch_naive_qk(const void* q, const void* k, DType dtype, const Shape& s, float scale, const DeviceMask& mask,
+                     float* scores, cudaStream_t stream) {
+  const dim3 grid = tile_grid(s.kv_len, s.q_len, s.batch * s.heads);
+  const int sq = static_cast<int>(s.q_len), sk = static_cast<int>(s.kv_len), d = static_cast<int>(s.head_dim);
+  const int heads = static_cast<int>(s.heads);
+  if (dtype == DType::f16) {
+    qk_kernel<<<grid, kTileBlock, 0, stream>>>(static_cast<const __half*>(q), static_cast<const __half*>(k), sq, sk, d,
+                                               heads, scale, mask, scores);
+  } else {
+    qk_kernel<<<grid, kTileBlock, 0, stream>>>(static_cast<const __nv_bfloat16*>(q),
+                                               static_cast<const __nv_bfloat16*>(k), sq, sk, d, heads, scale, mask,
+                                               scores);
+  }
+  FC_CUDA_LAUNCH();
+}
+
+void launch_naive_softmax(const float* scores, const Shape& s, float* probs, float* row_max, float* row_sum,
+                          cudaStream_t stream) {
+  const long long rows = s.batch * s.heads * s.q_len;
+  constexpr int kRowsPerBlock = 8;
+  softmax_kernel<<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), dim3(32, kRowsPerBlock), 0,
+                   stream>>>(scores, rows, static_cast<int>(s.kv_len), probs, row_max, row_sum);
+  FC_CUDA_LAUNCH();
+}
+
+void launch_naive_pv(const float* probs, const void* v, DType dtype, const Shape& s, void* out, cudaStream_t stream) {
+  const dim3 grid = tile_grid(s.head_dim, s.q_len, s.batch * s.heads);
+  const int sq = static_cast<int>(s.q_len), sk = static_cast<int>(s.kv_len), d = static_cast<int>(s.head_dim);
+  if (dtype == DType::f16) {
+    pv_kernel<<<grid, kTileBlock, 0, stream>>>(probs, static_cast<const __half*>(v), sq, sk, d,
+                                               static_cast<__half*>(out));
+  } else {
+    pv_kernel<<<grid, kTileBlock, 0, stream>>>(probs, static_cast<const __nv_bfloat16*>(v), sq, sk, d,
+                                               static_cast<__nv_bfloat16*>(out));
+  }
+  FC_CUDA_LAUNCH();
+}
+
+}  // namespace fc

@@ -1,0 +1,37 @@
+#include "reports/case_result.h"
+
+namespace fc {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "pass";
+    case Verdict::diverged: return "diverged";
+    case Verdict::error: return "error";
+    case Verdict::skipped: return "skipped";
+  }
+  return "?";
+}
+
+bool OutputResult::passed() const {
+  if (!present || !capture_problem.empty() || flags.unwritten > 0) return false;
+  return !compared || (end_to_end.passed() && local.passed());
+}
+
+Index4 OutputResult::index_of(unsigned long long flat) const {
+  Index4 at;
+  const auto f = static_cast<std::int64_t>(flat);
+  if (dims.size() == 3) {
+    at.row = f % dims[2];
+    at.h = (f / dims[2]) % dims[1];
+    at.b = f / (dims[2] * dims[1]);
+    at.col = -1;
+  } else if (dims.size() == 4) {
+    at.col = f % dims[3] + (quantity == Quantity::scores || quantity == Quantity::p_tilde || quantity == Quantity::probs ? col_offset : 0);
+    at.row = (f / dims[3]) % dims[2];
+    at.h = (f / (dims[3] * dims[2])) % dims[1];
+    at.b = f / (dims[3] * dims[2] * dims[1]);
+  }
+  return at;
+}
+
+}  // namespace fc

@@ -1,0 +1,77 @@
+#pragma once
+// What judging one implementation on one case produced: per stage output its flags and its
+// end-to-end and stage-local comparison, the verdict, and the first divergence with its
+// cause. Every writer in reports/ reads this and nothing else.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/compare.h"
+#include "stages/flags.h"
+#include "stages/stage.h"
+
+namespace fc {
+
+enum class Verdict : std::uint8_t { pass, diverged, error, skipped };
+const char* verdict_name(Verdict v);
+
+struct OutputResult {
+  std::string name;        // "softmax[3].max"
+  std::string stage_name;  // "softmax[3]"
+  StageKind kind = StageKind::qk;
+  int split = -1, tile = -1;
+  Quantity quantity = Quantity::scores;
+  DType dtype = DType::f32;
+  Dims dims;
+  std::int64_t col_offset = 0;  // global key index of column 0 (tiles)
+  bool present = false;         // captured by the implementation
+  std::string capture_problem;  // set when the capture disagreed with the declaration
+  FlagCounts flags;             // first indices: logical row-major indices into dims
+  bool compared = false;        // end_to_end and local hold comparisons
+  Metrics end_to_end, local;
+
+  bool passed() const;
+  // (b, h, row, col) of a logical index into dims; col -1 for row quantities.
+  Index4 index_of(unsigned long long flat) const;
+};
+
+struct RowContext {
+  double row_max = 0, row_sum = 0;  // of the reference over the whole row
+  std::int64_t attended = 0, keys = 0;
+  bool masked() const { return attended == 0; }
+};
+
+struct Divergence {
+  std::string stage, output;  // "softmax[0]", "softmax[0].max"
+  std::string kind;           // stage kind name
+  int split = -1, page = -1;
+  Index4 index;
+  std::string cause;     // a stable cause id (docs/json-output.md)
+  std::string evidence;  // one sentence a person reads
+  bool stage_local = false;  // found by the stage-local comparison (else end to end or flags)
+  std::optional<double> kernel, reference, bound;
+  std::optional<RowContext> row;
+};
+
+struct CaseDescription {
+  std::string label;  // "B2 H4 S128 D64 fp16 causal normal seed 1"
+  Shape shape;
+  DType dtype = DType::f16;
+  std::string mask, dist, source;
+  std::optional<std::uint64_t> seed;
+  double scale = 0;
+};
+
+struct CaseResult {
+  std::string impl;
+  CaseDescription description;
+  std::string algorithm;
+  Verdict verdict = Verdict::pass;
+  std::string reason;  // for error and skipped
+  std::vector<OutputResult> outputs;
+  std::optional<Divergence> divergence;
+  double seconds = 0;
+};
+
+}  // namespace fc

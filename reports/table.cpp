@@ -1,0 +1,143 @@
+#include "reports/table.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <vector>
+
+namespace fc {
+namespace {
+
+std::string sci(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+struct Row {
+  std::string stage;
+  unsigned long long nan = 0, inf = 0, unwritten = 0;
+  double abs_err = 0, norm = 0, local_norm = 0;
+  long long over = 0;
+  std::string first_bad = "-", verdict;
+};
+
+// A run of consecutive passing tiles of the same output collapses into one row.
+std::string group_of(const OutputResult& r) {
+  return std::string(stage_kind_name(r.kind)) + "|" + std::to_string(r.split) + "|" +
+         r.name.substr(r.stage_name.size());
+}
+
+std::string range_name(const OutputResult& first, const OutputResult& last) {
+  if (first.tile < 0 || &first == &last) return first.name;
+  std::string suffix = first.name.substr(first.stage_name.size());
+  std::string split = first.split >= 0 ? std::to_string(first.split) + "." : "";
+  return std::string(stage_kind_name(first.kind)) + "[" + split + std::to_string(first.tile) + ".." +
+         std::to_string(last.tile) + "]" + suffix;
+}
+
+Row row_of(const std::vector<const OutputResult*>& group) {
+  Row row;
+  row.stage = range_name(*group.front(), *group.back());
+  for (const OutputResult* r : group) {
+    row.nan += r->flags.nan;
+    row.inf += r->flags.pos_inf + r->flags.neg_inf;
+    row.unwritten += r->flags.unwritten;
+    if (r->compared) {
+      row.abs_err = std::max(row.abs_err, r->end_to_end.max_abs_error);
+      row.norm = std::max(row.norm, r->end_to_end.max_normalized_error);
+      row.local_norm = std::max(row.local_norm, r->local.max_normalized_error);
+      row.over += r->end_to_end.over_bound;
+    }
+  }
+  const OutputResult& r = *group.front();
+  if (group.size() == 1 && !r.passed()) {
+    if (!r.present) {
+      row.first_bad = "not captured";
+    } else if (!r.capture_problem.empty()) {
+      row.first_bad = "layout";
+    } else if (r.compared && r.local.first_failure) {
+      row.first_bad = index_string(r.local.first_failure->index);
+    } else if (r.compared && r.end_to_end.first_failure) {
+      row.first_bad = index_string(r.end_to_end.first_failure->index);
+    } else if (r.flags.unwritten) {
+      row.first_bad = index_string(r.index_of(r.flags.first_unwritten));
+    }
+  }
+  row.verdict = group.size() == 1 && !r.passed() ? "FAIL" : "pass";
+  return row;
+}
+
+}  // namespace
+
+std::string index_string(const Index4& i) {
+  std::ostringstream s;
+  s << "(" << i.b << "," << i.h << "," << i.row << ",";
+  if (i.col >= 0) s << i.col; else s << "-";
+  s << ")";
+  return s.str();
+}
+
+void write_case_table(std::ostream& out, const CaseResult& result) {
+  out << result.impl << " | " << result.description.label << " | " << result.algorithm << "\n";
+  if (result.verdict == Verdict::error || result.verdict == Verdict::skipped) {
+    out << "  " << verdict_name(result.verdict) << ": " << result.reason << "\n\n";
+    return;
+  }
+  // Passing outputs of the same kind collapse across tiles into one row, placed where the
+  // kind first appears; a failing output keeps a row of its own after its group's.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const OutputResult*>> passing;
+  std::map<std::string, std::vector<const OutputResult*>> failing;
+  for (const OutputResult& r : result.outputs) {
+    const std::string g = group_of(r);
+    if (passing.count(g) == 0 && failing.count(g) == 0) order.push_back(g);
+    (r.passed() ? passing[g] : failing[g]).push_back(&r);
+  }
+  std::vector<Row> rows;
+  for (const std::string& g : order) {
+    if (!passing[g].empty()) rows.push_back(row_of(passing[g]));
+    for (const OutputResult* r : failing[g]) rows.push_back(row_of({r}));
+  }
+
+  std::size_t width = 5;
+  for (const Row& r : rows) width = std::max(width, r.stage.size());
+  out << "  " << std::left << std::setw(static_cast<int>(width)) << "stage" << std::right << std::setw(7) << "NaN"
+      << std::setw(9) << "Inf" << std::setw(10) << "unwritten" << std::setw(12) << "max abs err" << std::setw(11)
+      << "err/bound" << std::setw(9) << "local" << std::setw(8) << "over" << "  " << std::left << std::setw(18)
+      << "first bad" << "verdict\n";
+  for (const Row& r : rows) {
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << r.stage << std::right << std::setw(7) << r.nan
+        << std::setw(9) << r.inf << std::setw(10) << r.unwritten << std::setw(12) << sci(r.abs_err) << std::setw(11)
+        << sci(r.norm) << std::setw(9) << sci(r.local_norm) << std::setw(8) << r.over << "  " << std::left
+        << std::setw(18) << r.first_bad << r.verdict << "\n";
+  }
+  out << "  verdict: " << verdict_name(result.verdict);
+  if (!result.reason.empty()) out << " (" << result.reason << ")";
+  out << "\n";
+  if (result.divergence) write_pinpoint(out, *result.divergence);
+  out << "\n";
+}
+
+void write_pinpoint(std::ostream& out, const Divergence& d) {
+  out << "  first divergence: " << d.output << " (" << d.kind;
+  if (d.split >= 0) out << ", split " << d.split;
+  if (d.page >= 0) out << ", page " << d.page;
+  out << ") at (b,h,row,col) " << index_string(d.index) << "\n";
+  out << "    cause:    " << d.cause << "\n";
+  out << "    evidence: " << d.evidence << "\n";
+  if (d.kernel) {
+    out << "    kernel " << sci(*d.kernel) << "  reference " << sci(*d.reference) << "  bound " << sci(*d.bound) << "  ("
+        << (d.stage_local ? "stage-local" : "end-to-end") << " comparison)\n";
+  }
+  if (d.row) {
+    out << "    row: max " << sci(d.row->row_max) << ", sum " << sci(d.row->row_sum) << ", " << d.row->attended << " of "
+        << d.row->keys << " keys attended" << (d.row->masked() ? " (fully masked)" : "") << "\n";
+  }
+}
+
+}  // namespace fc

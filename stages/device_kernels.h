@@ -1,0 +1,18 @@
+#pragma once
+// Host entry points of the stage-level device kernels (stages/flags_kernel.cu).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "stages/flags.h"
+
+namespace fc {
+
+// One pass over a device tensor (fp32, fp16 or bf16), accumulating into *slot, which must
+// hold a fresh FlagCounts{} (zeros, first indices kNoIndex).
+void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream);
+
+// Fills `count` elements with the poison pattern of buffer `id`.
+void launch_poison_fill(void* data, DType dtype, std::int64_t count, int id, cudaStream_t stream);
+
+}  // namespace fc

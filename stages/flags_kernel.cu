@@ -1,0 +1,232 @@
+// The flag kernel: one streaming pass over a stage tensor counting NaN, +-Inf, subnormals,
+// poison (own and foreign), first indices and the largest finite |x|. It is bandwidth
+// bound by design: 16-byte streaming loads, four in flight per thread, register counters,
+// one warp/block reduction and a handful of atomics per block.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "stages/device_kernels.h"
+
+namespace fc {
+namespace {
+
+using u64 = unsigned long long;
+constexpr int kThreads = 256;
+constexpr int kUnroll = 4;
+
+struct LocalFlags {
+  u64 nan = 0, pos_inf = 0, neg_inf = 0, subnormal = 0, unwritten = 0, foreign = 0;
+  u64 first_nan = kNoIndex, first_inf = kNoIndex, first_unwritten = kNoIndex, first_foreign = kNoIndex;
+  unsigned max_abs = 0;  // format bits of the largest finite |x|
+};
+
+// Bit layout of each format: where the exponent saturates, where subnormals end, and how
+// to read a poison id (signature masks as in stages/flags.cpp).
+struct F32Format {
+  static constexpr unsigned kBytes = 4;
+  static constexpr unsigned kAbsMask = 0x7FFFFFFFu, kInf = 0x7F800000u, kMinNormal = 0x00800000u, kSign = 0x80000000u;
+  __device__ static int poison(unsigned bits) {
+    int id = (bits & 0xFFFFFF00u) == 0x7FDA5E00u ? static_cast<int>(bits & 0xFFu) : 0;
+    return id <= kMaxPoisonId ? id : 0;
+  }
+  __device__ static float to_float(unsigned abs_bits) { return __uint_as_float(abs_bits); }
+};
+struct F16Format {
+  static constexpr unsigned kBytes = 2;
+  static constexpr unsigned kAbsMask = 0x7FFFu, kInf = 0x7C00u, kMinNormal = 0x0400u, kSign = 0x8000u;
+  __device__ static int poison(unsigned bits) {
+    int id = (bits & 0xFF00u) == 0x7F00u ? static_cast<int>(bits & 0xFFu) : 0;
+    return id <= kMaxPoisonId ? id : 0;
+  }
+  __device__ static float to_float(unsigned abs_bits) {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(abs_bits)));
+  }
+};
+struct BF16Format {
+  static constexpr unsigned kBytes = 2;
+  static constexpr unsigned kAbsMask = 0x7FFFu, kInf = 0x7F80u, kMinNormal = 0x0080u, kSign = 0x8000u;
+  __device__ static int poison(unsigned bits) {
+    int id = (bits & 0xFFC0u) == 0x7FC0u ? static_cast<int>(bits & 0x3Fu) : 0;
+    return id >= 1 && id <= kMaxPoisonId ? id : 0;
+  }
+  __device__ static float to_float(unsigned abs_bits) { return __uint_as_float(abs_bits << 16); }
+};
+
+template <class Format>
+__device__ __forceinline__ void visit(unsigned bits, u64 offset, int own_id, LocalFlags& f) {
+  const unsigned abs = bits & Format::kAbsMask;
+  if (abs < Format::kInf) {  // finite: the hot path
+    f.max_abs = max(f.max_abs, abs);
+    f.subnormal += (abs - 1u) < (Format::kMinNormal - 1u);  // 0 < abs < min normal
+    return;
+  }
+  if (abs == Format::kInf) {
+    if (bits & Format::kSign) ++f.neg_inf; else ++f.pos_inf;
+    f.first_inf = min(f.first_inf, offset);
+    return;
+  }
+  const int id = Format::poison(bits);
+  if (id != 0 && id == own_id) {
+    ++f.unwritten;
+    f.first_unwritten = min(f.first_unwritten, offset);
+    return;
+  }
+  ++f.nan;
+  f.first_nan = min(f.first_nan, offset);
+  if (id != 0) {
+    ++f.foreign;
+    f.first_foreign = min(f.first_foreign, (offset << 8) | static_cast<u64>(id));
+  }
+}
+
+// The elements of one 16-byte vector.
+template <class Format>
+__device__ __forceinline__ void visit_vector(uint4 v, u64 first_offset, int own_id, LocalFlags& f) {
+  const unsigned words[4] = {v.x, v.y, v.z, v.w};
+  if constexpr (Format::kBytes == 4) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) visit<Format>(words[i], first_offset + i, own_id, f);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      visit<Format>(words[i] & 0xFFFFu, first_offset + 2 * i, own_id, f);
+      visit<Format>(words[i] >> 16, first_offset + 2 * i + 1, own_id, f);
+    }
+  }
+}
+
+__device__ __forceinline__ u64 warp_sum(u64 x) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
+  return x;
+}
+__device__ __forceinline__ u64 warp_min(u64 x) {
+  for (int o = 16; o > 0; o >>= 1) x = min(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  return x;
+}
+__device__ __forceinline__ unsigned warp_max(unsigned x) {
+  for (int o = 16; o > 0; o >>= 1) x = max(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  return x;
+}
+
+template <class Format>
+__global__ void __launch_bounds__(kThreads) flags_kernel(const unsigned char* data, u64 count, u64 head,
+                                                         int own_id, FlagCounts* out) {
+  constexpr unsigned kElemBytes = Format::kBytes;
+  constexpr u64 kPerVector = 16 / kElemBytes;
+  LocalFlags f;
+  const u64 tid = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x;
+  const u64 stride = static_cast<u64>(gridDim.x) * blockDim.x;
+
+  // Elements before the first 16-byte boundary and after the last whole vector.
+  auto scalar = [&](u64 i) {
+    unsigned bits = kElemBytes == 4 ? reinterpret_cast<const unsigned*>(data)[i]
+                                    : reinterpret_cast<const unsigned short*>(data)[i];
+    visit<Format>(bits, i, own_id, f);
+  };
+  const u64 vectors = (count - head) / kPerVector;
+  const u64 tail_begin = head + vectors * kPerVector;
+  for (u64 i = tid; i < head; i += stride) scalar(i);
+  for (u64 i = tail_begin + tid; i < count; i += stride) scalar(i);
+
+  const uint4* vec = reinterpret_cast<const uint4*>(data + head * kElemBytes);
+  u64 i = tid;
+  for (; i + (kUnroll - 1) * stride < vectors; i += kUnroll * stride) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(vec + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) visit_vector<Format>(v[u], head + (i + u * stride) * kPerVector, own_id, f);
+  }
+  for (; i < vectors; i += stride) visit_vector<Format>(__ldcs(vec + i), head + i * kPerVector, own_id, f);
+
+  // Warp, then block reduction; one atomic per non-trivial field per block.
+  __shared__ u64 sums[6][kThreads / 32];
+  __shared__ u64 mins[4][kThreads / 32];
+  __shared__ unsigned maxes[kThreads / 32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  u64 s[6] = {f.nan, f.pos_inf, f.neg_inf, f.subnormal, f.unwritten, f.foreign};
+  u64 m[4] = {f.first_nan, f.first_inf, f.first_unwritten, f.first_foreign};
+#pragma unroll
+  for (int k = 0; k < 6; ++k) s[k] = warp_sum(s[k]);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) m[k] = warp_min(m[k]);
+  const unsigned mx = warp_max(f.max_abs);
+  if (lane == 0) {
+    for (int k = 0; k < 6; ++k) sums[k][warp] = s[k];
+    for (int k = 0; k < 4; ++k) mins[k][warp] = m[k];
+    maxes[warp] = mx;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    u64* counters[6] = {&out->nan, &out->pos_inf, &out->neg_inf, &out->subnormal, &out->unwritten, &out->foreign_poison};
+    u64* firsts[4] = {&out->first_nan, &out->first_inf, &out->first_unwritten, &out->first_foreign};
+    for (int k = 0; k < 6; ++k) {
+      u64 total = 0;
+      for (int w = 0; w < kThreads / 32; ++w) total += sums[k][w];
+      if (total) atomicAdd(counters[k], total);
+    }
+    for (int k = 0; k < 4; ++k) {
+      u64 first = kNoIndex;
+      for (int w = 0; w < kThreads / 32; ++w) first = min(first, mins[k][w]);
+      if (first != kNoIndex) atomicMin(firsts[k], first);
+    }
+    unsigned block_max = 0;
+    for (int w = 0; w < kThreads / 32; ++w) block_max = max(block_max, maxes[w]);
+    if (block_max) atomicMax(&out->max_abs_bits, __float_as_uint(Format::to_float(block_max)));
+  }
+}
+
+template <class Word>
+__global__ void poison_kernel(Word* data, u64 count, Word pattern) {
+  const u64 stride = static_cast<u64>(gridDim.x) * blockDim.x;
+  for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < count; i += stride) data[i] = pattern;
+}
+
+int grid_size(u64 work_items) {
+  static int blocks_per_sweep = [] {
+    int device = 0, sms = 0;
+    FC_CUDA(cudaGetDevice(&device));
+    FC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms * 8;  // enough resident warps to keep loads in flight
+  }();
+  const u64 needed = (work_items + kThreads - 1) / kThreads;
+  return static_cast<int>(std::max<u64>(1, std::min<u64>(needed, static_cast<u64>(blocks_per_sweep))));
+}
+
+}  // namespace
+
+void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream) {
+  const u64 count = static_cast<u64>(view.numel());
+  if (count == 0) return;
+  const std::size_t elem = dtype_size(view.dtype);
+  const auto address = reinterpret_cast<std::uintptr_t>(view.data);
+  if (address % elem != 0) throw Error("flag kernel: tensor is not aligned to its element size");
+  const u64 head = std::min<u64>(count, ((16 - address % 16) % 16) / elem);
+  const auto* bytes = static_cast<const unsigned char*>(view.data);
+  const int grid = grid_size((count - head) * elem / 16 / kUnroll + 1);
+  switch (view.dtype) {
+    case DType::f32: flags_kernel<F32Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, view.buffer_id, slot); break;
+    case DType::f16: flags_kernel<F16Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, view.buffer_id, slot); break;
+    case DType::bf16: flags_kernel<BF16Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, view.buffer_id, slot); break;
+    default: throw Error(std::string("flag kernel: unsupported dtype ") + dtype_name(view.dtype));
+  }
+  FC_CUDA_LAUNCH();
+}
+
+void launch_poison_fill(void* data, DType dtype, std::int64_t count, int id, cudaStream_t stream) {
+  if (count <= 0) return;
+  const std::uint32_t pattern = poison_bits(dtype, id);
+  const u64 n = static_cast<u64>(count);
+  if (dtype_size(dtype) == 4) {
+    poison_kernel<unsigned><<<grid_size(n), kThreads, 0, stream>>>(static_cast<unsigned*>(data), n, pattern);
+  } else {
+    poison_kernel<unsigned short><<<grid_size(n), kThreads, 0, stream>>>(
+        static_cast<unsigned short*>(data), n, static_cast<unsigned short>(pattern));
+  }
+  FC_CUDA_LAUNCH();
+}
+
+}  // namespace fc

@@ -1,0 +1,123 @@
+#include "stages/stage.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace fc {
+
+const char* stage_kind_name(StageKind kind) {
+  switch (kind) {
+    case StageKind::qk: return "qk";
+    case StageKind::softmax: return "softmax";
+    case StageKind::rescale: return "rescale";
+    case StageKind::pv: return "pv";
+    case StageKind::normalize: return "normalize";
+    case StageKind::lse: return "lse";
+    case StageKind::combine: return "combine";
+  }
+  return "?";
+}
+
+const char* quantity_name(Quantity q) {
+  switch (q) {
+    case Quantity::scores: return "scores";
+    case Quantity::probs: return "probs";
+    case Quantity::p_tilde: return "p_tilde";
+    case Quantity::row_max: return "row_max";
+    case Quantity::row_sum: return "row_sum";
+    case Quantity::rescaled_acc: return "rescaled_acc";
+    case Quantity::acc: return "acc";
+    case Quantity::output: return "output";
+    case Quantity::partial_output: return "partial_output";
+    case Quantity::partial_lse: return "partial_lse";
+  }
+  return "?";
+}
+
+bool is_row_quantity(Quantity q) {
+  return q == Quantity::row_max || q == Quantity::row_sum || q == Quantity::partial_lse;
+}
+
+std::string Stage::name() const {
+  std::string s = stage_kind_name(kind);
+  if (split >= 0 && tile >= 0) return s + "[" + std::to_string(split) + "." + std::to_string(tile) + "]";
+  if (split >= 0) return s + "[" + std::to_string(split) + "]";
+  if (tile >= 0) return s + "[" + std::to_string(tile) + "]";
+  return s;
+}
+
+std::string Stage::output_name(std::size_t i) const {
+  const std::string& n = outputs.at(i).name;
+  return n.empty() ? name() : name() + "." + n;
+}
+
+std::string Algorithm::describe() const {
+  switch (kind) {
+    case Kind::full: return "full rows";
+    case Kind::blocked: return "online softmax, tiles of " + std::to_string(tile_width) + " keys";
+    case Kind::split:
+      return "split-KV, " + std::to_string(splits) + " splits, tiles of " + std::to_string(tile_width) + " keys";
+  }
+  return "?";
+}
+
+std::size_t StageGraph::output_count() const {
+  std::size_t n = 0;
+  for (const Stage& s : stages) n += s.outputs.size();
+  return n;
+}
+
+const Arithmetic& arithmetic_of(const ChainArithmetic& chain, StageKind kind) {
+  switch (kind) {
+    case StageKind::qk: return chain.qk;
+    case StageKind::softmax: return chain.softmax;
+    case StageKind::rescale: return chain.rescale;
+    case StageKind::pv: return chain.pv;
+    case StageKind::normalize: return chain.normalize;
+    case StageKind::lse: return chain.lse;
+    case StageKind::combine: return chain.combine;
+  }
+  return chain.qk;
+}
+
+std::int64_t tile_count(std::int64_t begin, std::int64_t end, std::int64_t tile_width) {
+  return end <= begin ? 0 : (end - begin + tile_width - 1) / tile_width;
+}
+
+KeyRange tile_columns(const Shape& shape, const Algorithm& algorithm, int split, int tile) {
+  KeyRange range{0, shape.kv_len};
+  if (algorithm.kind == Algorithm::Kind::split && split >= 0) {
+    range = split_range(shape.kv_len, algorithm.splits, algorithm.tile_width, split);
+  }
+  if (tile >= 0) {
+    const std::int64_t begin = range.begin + tile * algorithm.tile_width;
+    if (begin >= range.end) {
+      throw Error("tile " + std::to_string(tile) + " of split " + std::to_string(split) + " lies past the last key");
+    }
+    range = {begin, std::min(range.end, begin + algorithm.tile_width)};
+  }
+  return range;
+}
+
+Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output) {
+  const Dims rows{shape.batch, shape.heads, shape.q_len};
+  switch (output.quantity) {
+    case Quantity::scores:
+    case Quantity::p_tilde: {
+      const KeyRange cols = stage_columns(shape, algorithm, stage);
+      return {shape.batch, shape.heads, shape.q_len, cols.end - cols.begin};
+    }
+    case Quantity::probs: return {shape.batch, shape.heads, shape.q_len, shape.kv_len};
+    case Quantity::row_max:
+    case Quantity::row_sum:
+    case Quantity::partial_lse: return rows;
+    case Quantity::rescaled_acc:
+    case Quantity::acc:
+    case Quantity::output:
+    case Quantity::partial_output: return {shape.batch, shape.heads, shape.q_len, shape.head_dim};
+  }
+  return rows;
+}
+
+}  // namespace fc

@@ -1,0 +1,82 @@
+#pragma once
+// The stage contract. An implementation declares an ordered stage graph: which algorithm
+// its stages follow (full, blocked by tiles, split-KV), and for each stage its kind, its
+// split/tile index, the tensors it produces and the arithmetic it does. The harness maps
+// every output to the FP64 reference quantity of the same name (reference/attention.h) and
+// compares it under the bound that arithmetic implies.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "reference/attention.h"
+
+namespace fc {
+
+enum class StageKind : std::uint8_t { qk, softmax, rescale, pv, normalize, lse, combine };
+const char* stage_kind_name(StageKind kind);
+
+// What a stage output holds. Tile quantities (scores of a tile, p~, running max/sum, the
+// accumulator) are relative to the tile width and key range of the algorithm.
+enum class Quantity : std::uint8_t {
+  scores,          // [B,H,Sq,cols]  scale q k^T + mask over the stage's key columns
+  probs,           // [B,H,Sq,Sk]    softmax over whole rows
+  p_tilde,         // [B,H,Sq,cols]  exp(s - running max) of one tile
+  row_max,         // [B,H,Sq]       (running) row max
+  row_sum,         // [B,H,Sq]       (running) row sum
+  rescaled_acc,    // [B,H,Sq,D]     accumulator after rescale, before this tile's p~ v
+  acc,             // [B,H,Sq,D]     unnormalized accumulator after this tile
+  output,          // [B,H,Sq,D]     attention output (normalized)
+  partial_output,  // [B,H,Sq,D]     one split's normalized output
+  partial_lse,     // [B,H,Sq]       one split's log-sum-exp
+};
+const char* quantity_name(Quantity q);
+bool is_row_quantity(Quantity q);
+
+struct StageOutput {
+  std::string name;  // "p~", "max", "sum", or "" for the stage's main tensor
+  Quantity quantity;
+  DType dtype;       // format the kernel stores it in
+};
+
+struct Stage {
+  StageKind kind;
+  int split = -1;  // split-KV index, -1 when the algorithm has none
+  int tile = -1;   // tile (page) index within the split or key range, -1 for whole rows
+  std::vector<StageOutput> outputs;
+  // The stage updates its output buffer in place (rescale; pv with beta = 1), so it reads
+  // what an earlier stage left there.
+  bool reads_own_output = false;
+
+  std::string name() const;  // "qk", "softmax[3]", "pv[1.2]" (split 1, tile 2), "combine"
+  std::string output_name(std::size_t i) const;  // "softmax[3]", "softmax[3].max"
+};
+
+struct Algorithm {
+  enum class Kind : std::uint8_t { full, blocked, split } kind = Kind::full;
+  std::int64_t tile_width = 0;  // blocked and split
+  std::int64_t splits = 0;      // split
+  std::string describe() const;
+};
+
+struct StageGraph {
+  Algorithm algorithm;
+  ChainArithmetic arithmetic;  // the arithmetic of each stage kind: the bounds follow from it
+  std::vector<Stage> stages;   // in execution order
+
+  std::size_t output_count() const;  // over all stages
+};
+
+const Arithmetic& arithmetic_of(const ChainArithmetic& chain, StageKind kind);
+
+// Key columns [begin, end) of tile `tile` of split `split` (-1: untiled, unsplit).
+KeyRange tile_columns(const Shape& shape, const Algorithm& algorithm, int split, int tile);
+inline KeyRange stage_columns(const Shape& shape, const Algorithm& algorithm, const Stage& stage) {
+  return tile_columns(shape, algorithm, stage.split, stage.tile);
+}
+Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output);
+
+// Tiles of the key range [begin, end).
+std::int64_t tile_count(std::int64_t begin, std::int64_t end, std::int64_t tile_width);
+
+}  // namespace fc

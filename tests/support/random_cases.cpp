@@ -1,0 +1,41 @@
+#include "support/random_cases.h"
+
+#include <vector>
+
+#include "core/rng.h"
+
+namespace fc::test {
+namespace {
+template <class T>
+const T& pick(Rng& rng, const std::vector<T>& options) {
+  return options[static_cast<std::size_t>(rng.below(static_cast<std::int64_t>(options.size())))];
+}
+}  // namespace
+
+RandomCase random_case(std::uint64_t seed, bool small) {
+  Rng rng(seed, 99);
+  RandomCase c;
+  CaseSpec& s = c.spec;
+  s.seed = seed;
+  s.dtype = pick(rng, std::vector<DType>{DType::f16, DType::bf16});
+  s.shape.batch = 1 + rng.below(2);
+  s.shape.heads = 1 + rng.below(2);
+  s.shape.q_len = 1 + rng.below(small ? 40 : 300);
+  s.shape.kv_len = rng.uniform() < 0.5 ? s.shape.q_len : 1 + rng.below(small ? 150 : 600);
+  s.shape.head_dim = pick(rng, std::vector<std::int64_t>{64, 128});
+  s.mask = pick(rng, std::vector<std::string>{"none", "causal", "causal-br", "padding", "bool", "bias",
+                                               "causal+padding", "bool+masked-rows", "padding=0"});
+  if (s.mask == "padding=0") {  // a batch with no keys at all
+    s.mask = "padding=0";
+    for (std::int64_t b = 1; b < s.shape.batch; ++b) s.mask += "," + std::to_string(s.shape.kv_len);
+  }
+  s.dist = pick(rng, distribution_names());
+  c.tile_width = pick(rng, std::vector<std::int64_t>{16, 32, 64, 128});
+  c.splits = 1 + rng.below(4);
+  c.score_format = pick(rng, std::vector<DType>{DType::f32, DType::f32, s.dtype});
+  c.p_format = pick(rng, std::vector<DType>{DType::f32, s.dtype});
+  c.operand = pick(rng, std::vector<DType>{DType::f32, s.dtype});
+  return c;
+}
+
+}  // namespace fc::test

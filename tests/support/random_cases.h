@@ -1,0 +1,22 @@
+#pragma once
+// Seeded random cases for sweeps: mixed shapes (S not a multiple of any tile), masks,
+// distributions, input dtypes, and the formats a kernel may store each stage in.
+#include <cstdint>
+
+#include "harness/inputs.h"
+
+namespace fc::test {
+
+struct RandomCase {
+  CaseSpec spec;
+  std::int64_t tile_width = 64;
+  std::int64_t splits = 2;
+  DType score_format = DType::f32;  // qk output
+  DType p_format = DType::f32;      // softmax output (p or p~)
+  DType operand = DType::f32;       // what pv rounds p to before its products
+};
+
+// `small` keeps shapes at unit-test size.
+RandomCase random_case(std::uint64_t seed, bool small = true);
+
+}  // namespace fc::test

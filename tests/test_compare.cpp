@@ -1,0 +1,96 @@
+// Comparison semantics: what passes, what fails, and where a failure is reported.
+#include <cmath>
+#include <limits>
+
+#include "catch.h"
+#include "reference/compare.h"
+
+namespace fc {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Bounded reference_of(const MatrixR& value, double bound) {
+  Bounded b = Bounded::exact(value);
+  b.bound.setConstant(bound);
+  return b;
+}
+}  // namespace
+
+TEST_CASE("elements within the bound pass and the metrics say by how much", "[compare]") {
+  MatrixR ref(2, 2), ker(2, 2);
+  ref << 1, 2, 3, 4;
+  ker << 1.05, 2, 3, 3.9;
+  const Metrics m = compare_head({0, 0, 0, false}, ker, reference_of(ref, 0.2), DType::f32);
+  CHECK(m.passed());
+  CHECK(m.elements == 4);
+  CHECK(m.max_abs_error == Approx(0.1));
+  CHECK(m.max_rel_error == Approx(0.05));
+  CHECK(m.max_normalized_error == Approx(0.5));
+  CHECK(m.worst->index == Index4{0, 0, 1, 1});
+  CHECK(!m.first_failure);
+}
+
+TEST_CASE("an element over its bound fails at its own index, first and worst told apart", "[compare]") {
+  MatrixR ref = MatrixR::Zero(3, 4), ker = MatrixR::Zero(3, 4);
+  ker(1, 2) = 0.3;  // 3x the bound
+  ker(2, 0) = 0.5;  // 5x the bound, later in order
+  const Metrics m = compare_head({1, 2, 64, false}, ker, reference_of(ref, 0.1), DType::f32);
+  CHECK(!m.passed());
+  CHECK(m.over_bound == 2);
+  CHECK(m.first_failure->index == Index4{1, 2, 1, 66});  // column offset of a tile
+  CHECK(m.worst->index == Index4{1, 2, 2, 64});
+  CHECK(m.max_normalized_error == Approx(5));
+}
+
+TEST_CASE("NaN or Inf where the reference is finite never passes, whatever the bound", "[compare]") {
+  MatrixR ref = MatrixR::Ones(1, 3), ker = MatrixR::Ones(1, 3);
+  ker(0, 0) = kNaN;
+  ker(0, 2) = -kInf;
+  const Metrics m = compare_head({0, 0, 0, false}, ker, reference_of(ref, 1e300), DType::f16);
+  CHECK(m.over_bound == 2);
+  CHECK(m.nan_kernel == 1);
+  CHECK(m.neginf_kernel == 1);
+  CHECK(m.first_failure->index.col == 0);
+  CHECK(std::isinf(m.max_normalized_error));
+}
+
+TEST_CASE("an infinite reference (a masked score) passes only on the same infinity", "[compare]") {
+  MatrixR ref(1, 3), ker(1, 3);
+  ref << -kInf, -kInf, -kInf;
+  ker << -kInf, -1e30, kInf;
+  const Metrics m = compare_head({0, 0, 0, false}, ker, reference_of(ref, 0), DType::f32);
+  CHECK(m.inf_reference == 3);
+  CHECK(m.over_bound == 2);
+  CHECK(m.first_failure->index.col == 1);
+}
+
+TEST_CASE("per-row quantities are reported with column -1", "[compare]") {
+  MatrixR ref = MatrixR::Zero(4, 1), ker = MatrixR::Zero(4, 1);
+  ker(3, 0) = 1;
+  const Metrics m = compare_head({0, 1, 0, true}, ker, reference_of(ref, 0.5), DType::f32);
+  CHECK(m.first_failure->index == Index4{0, 1, 3, -1});
+}
+
+TEST_CASE("ULP distance is counted in the kernel's stored format", "[compare]") {
+  MatrixR ref(1, 1), ker(1, 1);
+  ref << 1.0;
+  ker << 1.0 + 3 * std::ldexp(1.0, -10);  // three fp16 steps above 1
+  CHECK(compare_head({0, 0, 0, false}, ker, reference_of(ref, 1), DType::f16).max_ulp == 3);
+  CHECK(compare_head({0, 0, 0, false}, ker, reference_of(ref, 1), DType::f32).max_ulp == 3 * 8192);
+}
+
+TEST_CASE("merging heads keeps the first failure in order and the worst overall", "[compare]") {
+  MatrixR ref = MatrixR::Zero(2, 2);
+  MatrixR a = ref, b = ref;
+  a(1, 1) = 0.2;
+  b(0, 0) = 0.9;
+  Metrics total = compare_head({0, 0, 0, false}, a, reference_of(ref, 0.1), DType::f32);
+  merge_after(total, compare_head({0, 1, 0, false}, b, reference_of(ref, 0.1), DType::f32));
+  CHECK(total.elements == 8);
+  CHECK(total.over_bound == 2);
+  CHECK(total.first_failure->index == Index4{0, 0, 1, 1});
+  CHECK(total.worst->index == Index4{0, 1, 0, 0});
+  CHECK(total.max_normalized_error == Approx(9));
+}
+}  // namespace fc

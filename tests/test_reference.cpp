@@ -1,0 +1,243 @@
+// The FP64 reference against cases worked by hand, and the blocked (online softmax) and
+// split-KV chains against the full one.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "catch.h"
+#include "harness/inputs.h"
+#include "reference/attention.h"
+#include "support/random_cases.h"
+
+namespace fc {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One batch, one head, fp16 inputs given row by row (small integers: exact in fp16).
+AttentionInputs hand_inputs(std::int64_t sq, std::int64_t sk, std::int64_t d, const std::vector<double>& q,
+                            const std::vector<double>& k, const std::vector<double>& v, double scale = 1.0) {
+  AttentionInputs in;
+  in.problem.shape = {1, 1, sq, sk, d};
+  in.problem.dtype = DType::f16;
+  in.problem.scale = scale;
+  in.q = HostTensor(DType::f16, {1, 1, sq, d});
+  in.k = HostTensor(DType::f16, {1, 1, sk, d});
+  in.v = HostTensor(DType::f16, {1, 1, sk, d});
+  for (std::size_t i = 0; i < q.size(); ++i) in.q.set(static_cast<std::int64_t>(i), q[i]);
+  for (std::size_t i = 0; i < k.size(); ++i) in.k.set(static_cast<std::int64_t>(i), k[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) in.v.set(static_cast<std::int64_t>(i), v[i]);
+  return in;
+}
+
+FullReference full(const AttentionInputs& in) {
+  return full_reference(head_inputs(in, 0, 0), nominal_arithmetic(DType::f16));
+}
+
+// Which keys row i may attend: a column of -inf scores, p = 0 exactly.
+std::vector<bool> attended(const FullReference& r, Eigen::Index row) {
+  std::vector<bool> a;
+  for (Eigen::Index j = 0; j < r.scores.value.cols(); ++j) a.push_back(r.scores.value(row, j) != -kInf);
+  return a;
+}
+}  // namespace
+
+TEST_CASE("a 2x2 case worked by hand", "[reference]") {
+  // q = [1; 2], k = [1; -1], v = [1; 3], D = 1, scale 1:
+  // s = [[1, -1], [2, -2]]; p row i = [1, e^(-2 s_i0)] / (1 + e^(-2 s_i0)); o = 1 + 2 p_i1.
+  const FullReference r = full(hand_inputs(2, 2, 1, {1, 2}, {1, -1}, {1, 3}));
+  CHECK(r.scores.value(0, 0) == 1);
+  CHECK(r.scores.value(0, 1) == -1);
+  CHECK(r.scores.value(1, 0) == 2);
+  CHECK(r.scores.value(1, 1) == -2);
+  for (int i = 0; i < 2; ++i) {
+    const double e = std::exp(-2.0 * (i + 1));
+    CHECK(r.softmax.p.value(i, 0) == Approx(1 / (1 + e)).epsilon(1e-15));
+    CHECK(r.softmax.p.value(i, 1) == Approx(e / (1 + e)).epsilon(1e-15));
+    CHECK(r.out.value(i, 0) == Approx(1 + 2 * e / (1 + e)).epsilon(1e-15));
+    CHECK(r.softmax.max.value(i, 0) == i + 1);
+    CHECK(r.softmax.sum.value(i, 0) == Approx(1 + e).epsilon(1e-15));
+  }
+}
+
+TEST_CASE("a 3x3 causal case worked by hand", "[reference]") {
+  // D = 2, scale 1/2: q = k = [[1,0],[0,1],[1,1]] gives q.k = [[1,0,1],[0,1,1],[1,1,2]].
+  AttentionInputs in = hand_inputs(3, 3, 2, {1, 0, 0, 1, 1, 1}, {1, 0, 0, 1, 1, 1}, {2, 0, 0, 4, 6, 8}, 0.5);
+  in.problem.mask.causal = Causal::top_left;
+  const FullReference r = full(in);
+  // Row 0 sees key 0 only: p = [1, 0, 0], o = v0.
+  CHECK(r.softmax.p.value(0, 0) == 1);
+  CHECK(r.softmax.p.value(0, 1) == 0);
+  CHECK(r.scores.value(0, 1) == -kInf);
+  CHECK(r.out.value(0, 0) == 2);
+  CHECK(r.out.value(0, 1) == 0);
+  // Row 1 sees keys 0, 1 with scores 0, 0.5: p = [1, e^0.5] / (1 + e^0.5).
+  const double e = std::exp(0.5);
+  CHECK(r.softmax.p.value(1, 1) == Approx(e / (1 + e)).epsilon(1e-15));
+  CHECK(r.out.value(1, 0) == Approx(2 / (1 + e)).epsilon(1e-15));
+  CHECK(r.out.value(1, 1) == Approx(4 * e / (1 + e)).epsilon(1e-15));
+  // Row 2 sees all with scores 0.5, 0.5, 1.
+  const double z = 2 * std::exp(0.5) + std::exp(1.0);
+  CHECK(r.softmax.p.value(2, 2) == Approx(std::exp(1.0) / z).epsilon(1e-15));
+  CHECK(r.out.value(2, 1) == Approx((4 * std::exp(0.5) + 8 * std::exp(1.0)) / z).epsilon(1e-15));
+}
+
+TEST_CASE("a fully masked row has max -inf, sum 0, probabilities 0 and output 0", "[reference]") {
+  AttentionInputs in = hand_inputs(2, 3, 1, {1, 2}, {1, 2, 3}, {1, 2, 3});
+  in.problem.mask.key_lengths = {0};
+  const FullReference r = full(in);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(r.softmax.max.value(i, 0) == -kInf);
+    CHECK(r.softmax.sum.value(i, 0) == 0);
+    CHECK(r.softmax.p.value.row(i).isZero(0));
+    CHECK(r.out.value.row(i).isZero(0));
+    CHECK(r.out.bound(i, 0) < 1e-7);
+  }
+  const ReferenceTensors t = compute_reference(in, {});
+  REQUIRE(t.masked_rows.size() == 2);
+  CHECK(t.masked_rows[1].row == 1);
+  CHECK(t.lse.get(0) == -kInf);
+}
+
+TEST_CASE("an additive bias of -inf masks exactly like a boolean mask", "[reference]") {
+  AttentionInputs biased = hand_inputs(2, 3, 1, {1, 2}, {1, 2, 3}, {1, 2, 3});
+  AttentionInputs boolean = biased;
+  biased.problem.mask.dense = HostTensor(DType::f32, {1, 1, 2, 3});
+  boolean.problem.mask.dense = HostTensor(DType::boolean, {1, 1, 2, 3});
+  // Row 0: key 1 masked, bias 0.5 on key 2. Row 1: every key masked.
+  const std::vector<double> bias{0, -kInf, 0.5, -kInf, -kInf, -kInf};
+  const std::vector<double> keep{1, 0, 1, 0, 0, 0};
+  for (int i = 0; i < 6; ++i) {
+    biased.problem.mask.dense.set(i, bias[static_cast<std::size_t>(i)]);
+    boolean.problem.mask.dense.set(i, keep[static_cast<std::size_t>(i)]);
+  }
+  const FullReference rb = full(biased), rm = full(boolean);
+  CHECK(attended(rb, 0) == std::vector<bool>{true, false, true});
+  CHECK(attended(rm, 0) == std::vector<bool>{true, false, true});
+  CHECK(rb.scores.value(0, 2) == 3 + 0.5);
+  CHECK(rm.scores.value(0, 2) == 3);
+  // Row 0 of the biased case: scores 1, 3.5 -> p = [1, e^2.5] / (1 + e^2.5).
+  const double e = std::exp(2.5);
+  CHECK(rb.softmax.p.value(0, 2) == Approx(e / (1 + e)).epsilon(1e-15));
+  CHECK(rb.softmax.max.value(1, 0) == -kInf);
+  CHECK(rm.out.value.row(1).isZero(0));
+  CHECK(rb.out.value.row(1).isZero(0));
+}
+
+TEST_CASE("causal masks align top-left and bottom-right when Sq != Sk", "[reference]") {
+  SECTION("Sq 2, Sk 4") {
+    AttentionInputs in = hand_inputs(2, 4, 1, {1, 1}, {1, 1, 1, 1}, {1, 2, 3, 4});
+    in.problem.mask.causal = Causal::top_left;
+    FullReference r = full(in);
+    CHECK(attended(r, 0) == std::vector<bool>{true, false, false, false});
+    CHECK(attended(r, 1) == std::vector<bool>{true, true, false, false});
+    CHECK(r.out.value(1, 0) == Approx(1.5).epsilon(1e-15));  // equal scores: mean of v0, v1
+    in.problem.mask.causal = Causal::bottom_right;
+    r = full(in);
+    CHECK(attended(r, 0) == std::vector<bool>{true, true, true, false});
+    CHECK(attended(r, 1) == std::vector<bool>{true, true, true, true});
+    CHECK(r.out.value(0, 0) == Approx(2.0).epsilon(1e-15));
+  }
+  SECTION("Sq 4, Sk 2: bottom-right leaves the first rows with no key") {
+    AttentionInputs in = hand_inputs(4, 2, 1, {1, 1, 1, 1}, {1, 1}, {1, 3});
+    in.problem.mask.causal = Causal::bottom_right;
+    const FullReference r = full(in);
+    CHECK(attended(r, 0) == std::vector<bool>{false, false});
+    CHECK(attended(r, 1) == std::vector<bool>{false, false});
+    CHECK(attended(r, 2) == std::vector<bool>{true, false});
+    CHECK(attended(r, 3) == std::vector<bool>{true, true});
+    CHECK(r.out.value(0, 0) == 0);
+    CHECK(r.out.value(3, 0) == Approx(2.0).epsilon(1e-15));
+  }
+}
+
+TEST_CASE("key padding masks keys at and past each batch's length", "[reference]") {
+  CaseSpec spec;
+  spec.shape = {2, 1, 3, 5, 64};
+  spec.mask = "padding=2,5";
+  const AttentionInputs in = generate_inputs(spec);
+  const FullReference b0 = full_reference(head_inputs(in, 0, 0), nominal_arithmetic(DType::f16));
+  const FullReference b1 = full_reference(head_inputs(in, 1, 0), nominal_arithmetic(DType::f16));
+  CHECK(attended(b0, 2) == std::vector<bool>{true, true, false, false, false});
+  CHECK(attended(b1, 2) == std::vector<bool>{true, true, true, true, true});
+}
+
+TEST_CASE("blocked online softmax equals the full softmax to 1e-12 at every tile width", "[reference]") {
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const test::RandomCase c = test::random_case(seed);
+    const AttentionInputs inputs = generate_inputs(c.spec);
+    const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
+    for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {
+      const HeadInputs in = head_inputs(inputs, bh / c.spec.shape.heads, bh % c.spec.shape.heads);
+      const FullReference f = full_reference(in, a);
+      for (std::int64_t width : {1L, 7L, 16L, 64L, 1000L}) {
+        const BlockedReference b = blocked_reference(in, 0, in.k.rows(), width, a);
+        INFO(c.spec.label() << " tile " << width);
+        const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
+        CHECK((b.out.value - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
+        // The last tile's running max and sum are the row max and sum.
+        const TileReference& last = b.tiles.back();
+        for (Eigen::Index r = 0; r < in.q.rows(); ++r) {
+          CHECK(last.softmax.max.value(r, 0) == f.softmax.max.value(r, 0));
+          const double l = f.softmax.sum.value(r, 0);
+          CHECK(std::fabs(last.softmax.sum.value(r, 0) - l) <= 1e-12 * std::max(1.0, l));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("split-KV partials combined by log-sum-exp equal the full output to 1e-12", "[reference]") {
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const test::RandomCase c = test::random_case(seed);
+    const AttentionInputs inputs = generate_inputs(c.spec);
+    const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
+    for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {
+      const HeadInputs in = head_inputs(inputs, bh / c.spec.shape.heads, bh % c.spec.shape.heads);
+      const FullReference f = full_reference(in, a);
+      for (std::int64_t splits : {1L, 2L, 3L, 8L, 40L}) {  // 40 splits leave some empty
+        const SplitReference s = split_reference(in, splits, 16, a);
+        INFO(c.spec.label() << " splits " << splits);
+        const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
+        CHECK((s.out.value - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
+        CHECK(s.out.value.allFinite());
+      }
+    }
+  }
+}
+
+TEST_CASE("split ranges cover the keys in whole tiles, later splits possibly empty", "[reference]") {
+  // 100 keys, tiles of 16 -> 7 tiles; 3 splits of 3 tiles: [0,48) [48,96) [96,100).
+  CHECK(split_range(100, 3, 16, 0).begin == 0);
+  CHECK(split_range(100, 3, 16, 0).end == 48);
+  CHECK(split_range(100, 3, 16, 1).end == 96);
+  CHECK(split_range(100, 3, 16, 2).end == 100);
+  // 4 splits of 2 tiles: the last one holds the 7th tile alone, [96, 100).
+  CHECK(split_range(100, 4, 16, 3).begin == 96);
+  CHECK(split_range(100, 4, 16, 3).end == 100);
+  // 5 splits of 2 tiles: the last one would start at key 128, so it is empty.
+  CHECK(split_range(100, 5, 16, 4).begin == 100);
+  CHECK(split_range(100, 5, 16, 4).end == 100);
+}
+
+TEST_CASE("whole-tensor reference matches the per-head chains", "[reference]") {
+  CaseSpec spec;
+  spec.shape = {2, 3, 33, 70, 64};
+  spec.mask = "causal-br+padding";
+  spec.seed = 5;
+  const AttentionInputs in = generate_inputs(spec);
+  const ReferenceTensors t = compute_reference(in, {16, 3});
+  for (std::int64_t b = 0; b < 2; ++b) {
+    for (std::int64_t h = 0; h < 3; ++h) {
+      const FullReference f = full_reference(head_inputs(in, b, h), nominal_arithmetic(DType::f16));
+      CHECK(head_matrix(t.output, b, h) == f.out.value);
+      CHECK(head_matrix(t.probs, b, h) == f.softmax.p.value);
+      const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
+      CHECK((head_matrix(t.paged_output, b, h) - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
+      CHECK((head_matrix(t.combined_output, b, h) - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
+    }
+  }
+  CHECK(t.page_acc.dims() == Dims{2, 3, 5, 33, 64});
+  CHECK(t.split_lse.dims() == Dims{2, 3, 3, 33});
+}
+
+}  // namespace fc

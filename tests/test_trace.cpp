@@ -1,0 +1,206 @@
+// The trace pipeline on the CPU: faithful implementations pass, and small broken ones are
+// caught at the right stage, element and cause (poison, layout, masked rows).
+#include <cmath>
+#include <cstring>
+
+#include "catch.h"
+#include "harness/trace/judge.h"
+#include "kernels/cpu_emulated/buffer_io.h"
+#include "kernels/cpu_emulated/emulate.h"
+#include "reference/attention.h"
+#include "support/random_cases.h"
+
+namespace fc {
+namespace {
+
+CaseResult judge(Implementation& impl, const CaseSpec& spec) {
+  const AttentionInputs in = generate_inputs(spec);
+  return judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), nullptr);
+}
+
+CaseSpec small_case(const std::string& mask = "none") {
+  CaseSpec s;
+  s.shape = {2, 2, 24, 40, 64};
+  s.mask = mask;
+  s.seed = 3;
+  return s;
+}
+
+// A one-stage implementation whose single output is the attention output; `write` fills it.
+class OneStage : public Implementation {
+ public:
+  std::string summary() const override { return "test"; }
+  bool on_gpu() const override { return false; }
+  StageGraph stage_graph(const Problem& p) const override {
+    StageGraph g;
+    g.algorithm.kind = Algorithm::Kind::full;
+    g.arithmetic = nominal_arithmetic(p.dtype);
+    g.stages = {{StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
+                {StageKind::softmax, -1, -1, {{"", Quantity::probs, DType::f32}}},
+                {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}}};
+    return g;
+  }
+  void prepare(const Problem& p, Workspace& ws) override {
+    const Shape& s = p.shape;
+    scores_ = &ws.allocate("scores", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);
+    probs_ = &ws.allocate("probs", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);
+    scratch_ = &ws.allocate("scratch", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
+    out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
+  }
+  void run(RunContext& ctx) override {
+    const Shape& s = ctx.inputs.problem.shape;
+    const std::int64_t heads = s.batch * s.heads;
+    for (std::int64_t bh = 0; bh < heads; ++bh) {
+      const HeadInputs in = head_inputs(ctx.inputs, bh / s.heads, bh % s.heads);
+      const MatrixR sc = emu::qk(in, 0, s.kv_len, DType::f32);
+      const emu::Softmax sm = softmax(sc);
+      emu::write_block(*scores_, bh, sc);
+      emu::write_block(*probs_, bh, sm.p);
+      emu::write_block(*out_, bh, emu::pv(sm.p, in.v, nullptr, DType::f32, ctx.inputs.problem.dtype));
+    }
+    const Dims sd{s.batch, s.heads, s.q_len, s.kv_len};
+    ctx.tap->capture(0, 0, scores_->view(sd));
+    ctx.tap->capture(1, 0, probs_->view(sd));
+    finish_output(ctx);
+  }
+
+ protected:
+  virtual emu::Softmax softmax(const MatrixR& scores) { return emu::softmax(scores, DType::f32); }
+  virtual void finish_output(RunContext& ctx) {
+    const Shape& s = ctx.inputs.problem.shape;
+    ctx.tap->capture(2, 0, out_->view({s.batch, s.heads, s.q_len, s.head_dim}));
+  }
+  Buffer *scores_ = nullptr, *probs_ = nullptr, *scratch_ = nullptr, *out_ = nullptr;
+};
+
+class Faithful final : public OneStage {
+ public:
+  std::string name() const override { return "faithful"; }
+};
+
+// Re-poisons the output from element `from` on: as if those were never written.
+class PartialWriter final : public OneStage {
+ public:
+  explicit PartialWriter(std::int64_t from) : from_(from) {}
+  std::string name() const override { return "partial-writer"; }
+
+ protected:
+  void finish_output(RunContext& ctx) override {
+    const std::uint32_t pattern = poison_bits(out_->dtype, out_->id);
+    for (std::int64_t i = from_; i < out_->count; ++i) std::memcpy(out_->as<std::uint16_t>() + i, &pattern, 2);
+    OneStage::finish_output(ctx);
+  }
+
+ private:
+  std::int64_t from_;
+};
+
+// Copies a slice of a workspace nobody wrote into its output.
+class StaleCopier final : public OneStage {
+ public:
+  std::string name() const override { return "stale-copier"; }
+
+ protected:
+  void finish_output(RunContext& ctx) override {
+    std::memcpy(out_->as<std::uint16_t>() + 100, scratch_->as<std::uint16_t>() + 100, 10 * sizeof(std::uint16_t));
+    OneStage::finish_output(ctx);
+  }
+};
+
+// Captures its output with the wrong dims.
+class WrongLayout final : public OneStage {
+ public:
+  std::string name() const override { return "wrong-layout"; }
+
+ protected:
+  void finish_output(RunContext& ctx) override {
+    const Shape& s = ctx.inputs.problem.shape;
+    ctx.tap->capture(2, 0, out_->view({s.batch, s.heads, s.head_dim, s.q_len}));
+  }
+};
+
+// Softmax without the guard for a row whose max is -inf: exp(-inf - (-inf)) = NaN.
+class UnguardedSoftmax final : public OneStage {
+ public:
+  std::string name() const override { return "unguarded-softmax"; }
+
+ protected:
+  emu::Softmax softmax(const MatrixR& s) override {
+    emu::Softmax r{MatrixR(s.rows(), s.cols()), MatrixR(s.rows(), 1), MatrixR(s.rows(), 1)};
+    for (Eigen::Index i = 0; i < s.rows(); ++i) {
+      const float m = static_cast<float>(s.row(i).maxCoeff());
+      float l = 0;
+      for (Eigen::Index j = 0; j < s.cols(); ++j) l += std::exp(static_cast<float>(s(i, j)) - m);
+      for (Eigen::Index j = 0; j < s.cols(); ++j) r.p(i, j) = std::exp(static_cast<float>(s(i, j)) - m) / l;
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the CPU implementations pass the trace on 100 random cases", "[trace]") {
+  std::vector<std::unique_ptr<Implementation>> impls;
+  impls.push_back(make_implementation("cpu-emulated"));
+  impls.push_back(make_implementation("cpu-emulated-paged"));
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    const CaseSpec spec = test::random_case(seed).spec;
+    for (auto& impl : impls) {
+      const CaseResult r = judge(*impl, spec);
+      INFO(impl->name() << " " << spec.label() << ": " << (r.divergence ? r.divergence->evidence : r.reason));
+      REQUIRE(r.verdict == Verdict::pass);
+      for (const OutputResult& o : r.outputs) CHECK(o.compared);
+    }
+  }
+}
+
+TEST_CASE("a faithful one-off implementation passes", "[trace]") {
+  Faithful impl;
+  CHECK(judge(impl, small_case("causal")).verdict == Verdict::pass);
+}
+
+TEST_CASE("elements never written are reported as unwritten-output at the first one", "[trace]") {
+  const CaseSpec spec = small_case();
+  const std::int64_t from = 2 * 24 * 64 + 5;  // b=1 h=0 row 0 col 5
+  PartialWriter impl(from);
+  const CaseResult r = judge(impl, spec);
+  REQUIRE(r.verdict == Verdict::diverged);
+  REQUIRE(r.divergence);
+  CHECK(r.divergence->stage == "pv");
+  CHECK(r.divergence->cause == "unwritten-output");
+  CHECK(r.divergence->index == Index4{1, 0, 0, 5});
+  CHECK(r.outputs.back().flags.unwritten == static_cast<unsigned long long>(2 * 2 * 24 * 64 - from));
+}
+
+TEST_CASE("another buffer's poison in an output is an uninitialized read naming that buffer", "[trace]") {
+  StaleCopier impl;
+  const CaseResult r = judge(impl, small_case());
+  REQUIRE(r.divergence);
+  CHECK(r.divergence->cause == "uninitialized-read");
+  CHECK(r.divergence->evidence.find("'scratch'") != std::string::npos);
+  CHECK(r.divergence->index == Index4{0, 0, 1, 36});  // element 100 of [24 x 64]
+}
+
+TEST_CASE("a capture whose dims disagree with the declaration is a layout mismatch", "[trace]") {
+  WrongLayout impl;
+  const CaseResult r = judge(impl, small_case());
+  REQUIRE(r.divergence);
+  CHECK(r.divergence->cause == "layout-mismatch");
+  CHECK(r.divergence->stage == "pv");
+}
+
+TEST_CASE("NaN from a fully masked row is attributed to the row, in softmax", "[trace]") {
+  UnguardedSoftmax impl;
+  CaseSpec spec = small_case("padding=40,0");  // batch 1 attends to nothing
+  const CaseResult r = judge(impl, spec);
+  REQUIRE(r.divergence);
+  CHECK(r.divergence->stage == "softmax");
+  CHECK(r.divergence->cause == "fully-masked-row");
+  CHECK(r.divergence->index == Index4{1, 0, 0, 0});
+  REQUIRE(r.divergence->row);
+  CHECK(r.divergence->row->masked());
+  // The same implementation passes where every row has a key.
+  CHECK(judge(impl, small_case("causal")).verdict == Verdict::pass);
+}
+
+}  // namespace fc
