@@ -82,9 +82,9 @@ __device__ __forceinline__ void visit(unsigned bits, u64 offset, int own_id, Loc
   }
 }
 
-// The elements of one 16-byte vector.
+// The elements of one 16-byte vector, one by one: the path for vectors holding a special.
 template <class Format>
-__device__ __forceinline__ void visit_vector(uint4 v, u64 first_offset, int own_id, LocalFlags& f) {
+__device__ __forceinline__ void visit_vector_slowly(uint4 v, u64 first_offset, int own_id, LocalFlags& f) {
   const unsigned words[4] = {v.x, v.y, v.z, v.w};
   if constexpr (Format::kBytes == 4) {
 #pragma unroll
@@ -95,6 +95,41 @@ __device__ __forceinline__ void visit_vector(uint4 v, u64 first_offset, int own_
       visit<Format>(words[i] & 0xFFFFu, first_offset + 2 * i, own_id, f);
       visit<Format>(words[i] >> 16, first_offset + 2 * i + 1, own_id, f);
     }
+  }
+}
+
+// The hot path: decide for the whole vector whether it holds a special (NaN, Inf, poison);
+// if not, fold its largest |x| and its subnormals in with word-wide (SIMD in a register)
+// operations. `max_abs` and `subnormal` are per-format registers: for 16-bit formats two
+// halfword lanes.
+template <class Format>
+__device__ __forceinline__ void visit_vector(uint4 v, u64 first_offset, int own_id, LocalFlags& f, unsigned& max_abs,
+                                             unsigned& subnormal) {
+  if constexpr (Format::kBytes == 4) {
+    const unsigned a0 = v.x & Format::kAbsMask, a1 = v.y & Format::kAbsMask, a2 = v.z & Format::kAbsMask,
+                   a3 = v.w & Format::kAbsMask;
+    const unsigned top = max(max(a0, a1), max(a2, a3));
+    if (top >= Format::kInf) {
+      visit_vector_slowly<Format>(v, first_offset, own_id, f);
+      return;
+    }
+    max_abs = max(max_abs, top);
+    constexpr unsigned kLimit = Format::kMinNormal - 1u;
+    subnormal += (a0 - 1u < kLimit) + (a1 - 1u < kLimit) + (a2 - 1u < kLimit) + (a3 - 1u < kLimit);
+  } else {
+    constexpr unsigned kAbs2 = Format::kAbsMask * 0x00010001u, kInf2 = Format::kInf * 0x00010001u;
+    constexpr unsigned kOne2 = 0x00010001u, kLimit2 = (Format::kMinNormal - 1u) * 0x00010001u;
+    const unsigned a0 = v.x & kAbs2, a1 = v.y & kAbs2, a2 = v.z & kAbs2, a3 = v.w & kAbs2;
+    const unsigned top = __vmaxu2(__vmaxu2(a0, a1), __vmaxu2(a2, a3));
+    if (__vcmpgeu2(top, kInf2)) {
+      visit_vector_slowly<Format>(v, first_offset, own_id, f);
+      return;
+    }
+    max_abs = __vmaxu2(max_abs, top);
+    // 0 < |x| < min normal per lane: |x| - 1 < min normal - 1, unsigned; each true lane is 16 bits.
+    const unsigned lanes = __popc(__vcmpltu2(__vsub2(a0, kOne2), kLimit2)) + __popc(__vcmpltu2(__vsub2(a1, kOne2), kLimit2)) +
+                           __popc(__vcmpltu2(__vsub2(a2, kOne2), kLimit2)) + __popc(__vcmpltu2(__vsub2(a3, kOne2), kLimit2));
+    subnormal += lanes >> 4;
   }
 }
 
@@ -132,15 +167,21 @@ __global__ void __launch_bounds__(kThreads) flags_kernel(const unsigned char* da
   for (u64 i = tail_begin + tid; i < count; i += stride) scalar(i);
 
   const uint4* vec = reinterpret_cast<const uint4*>(data + head * kElemBytes);
+  unsigned max_abs = 0, subnormal = 0;  // the hot path's registers (see visit_vector)
   u64 i = tid;
   for (; i + (kUnroll - 1) * stride < vectors; i += kUnroll * stride) {
     uint4 v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(vec + i + u * stride);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) visit_vector<Format>(v[u], head + (i + u * stride) * kPerVector, own_id, f);
+    for (int u = 0; u < kUnroll; ++u) {
+      visit_vector<Format>(v[u], head + (i + u * stride) * kPerVector, own_id, f, max_abs, subnormal);
+    }
   }
-  for (; i < vectors; i += stride) visit_vector<Format>(__ldcs(vec + i), head + i * kPerVector, own_id, f);
+  for (; i < vectors; i += stride) visit_vector<Format>(__ldcs(vec + i), head + i * kPerVector, own_id, f, max_abs, subnormal);
+  if constexpr (Format::kBytes == 2) max_abs = max(max_abs & 0xFFFFu, max_abs >> 16);
+  f.max_abs = max(f.max_abs, max_abs);
+  f.subnormal += subnormal;
 
   // Warp, then block reduction; one atomic per non-trivial field per block.
   __shared__ u64 sums[6][kThreads / 32];
@@ -185,15 +226,30 @@ __global__ void poison_kernel(Word* data, u64 count, Word pattern) {
   for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < count; i += stride) data[i] = pattern;
 }
 
-int grid_size(u64 work_items) {
-  static int blocks_per_sweep = [] {
+int multiprocessors() {
+  static const int count = [] {
     int device = 0, sms = 0;
     FC_CUDA(cudaGetDevice(&device));
     FC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms * 8;  // enough resident warps to keep loads in flight
+    return sms;
   }();
+  return count;
+}
+
+// One resident wave of blocks (grid-stride loops do the rest), fewer for small work.
+int grid_size(const void* kernel, u64 work_items) {
+  int per_sm = 0;
+  FC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   const u64 needed = (work_items + kThreads - 1) / kThreads;
-  return static_cast<int>(std::max<u64>(1, std::min<u64>(needed, static_cast<u64>(blocks_per_sweep))));
+  return static_cast<int>(std::max<u64>(1, std::min<u64>(needed, static_cast<u64>(per_sm) * multiprocessors())));
+}
+
+template <class Format>
+void launch_flags_for(const unsigned char* bytes, u64 count, u64 head, int own_id, FlagCounts* slot, cudaStream_t stream) {
+  static const void* kernel = reinterpret_cast<const void*>(&flags_kernel<Format>);
+  const u64 vectors = (count - head) * Format::kBytes / 16;
+  const int grid = grid_size(kernel, vectors / kUnroll + 1);
+  flags_kernel<Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, own_id, slot);
 }
 
 }  // namespace
@@ -206,11 +262,10 @@ void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream)
   if (address % elem != 0) throw Error("flag kernel: tensor is not aligned to its element size");
   const u64 head = std::min<u64>(count, ((16 - address % 16) % 16) / elem);
   const auto* bytes = static_cast<const unsigned char*>(view.data);
-  const int grid = grid_size((count - head) * elem / 16 / kUnroll + 1);
   switch (view.dtype) {
-    case DType::f32: flags_kernel<F32Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, view.buffer_id, slot); break;
-    case DType::f16: flags_kernel<F16Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, view.buffer_id, slot); break;
-    case DType::bf16: flags_kernel<BF16Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, view.buffer_id, slot); break;
+    case DType::f32: launch_flags_for<F32Format>(bytes, count, head, view.buffer_id, slot, stream); break;
+    case DType::f16: launch_flags_for<F16Format>(bytes, count, head, view.buffer_id, slot, stream); break;
+    case DType::bf16: launch_flags_for<BF16Format>(bytes, count, head, view.buffer_id, slot, stream); break;
     default: throw Error(std::string("flag kernel: unsupported dtype ") + dtype_name(view.dtype));
   }
   FC_CUDA_LAUNCH();
@@ -220,11 +275,12 @@ void launch_poison_fill(void* data, DType dtype, std::int64_t count, int id, cud
   if (count <= 0) return;
   const std::uint32_t pattern = poison_bits(dtype, id);
   const u64 n = static_cast<u64>(count);
+  const int grid = static_cast<int>(std::min<u64>((n + kThreads - 1) / kThreads, 16ull * multiprocessors()));
   if (dtype_size(dtype) == 4) {
-    poison_kernel<unsigned><<<grid_size(n), kThreads, 0, stream>>>(static_cast<unsigned*>(data), n, pattern);
+    poison_kernel<unsigned><<<grid, kThreads, 0, stream>>>(static_cast<unsigned*>(data), n, pattern);
   } else {
-    poison_kernel<unsigned short><<<grid_size(n), kThreads, 0, stream>>>(
-        static_cast<unsigned short*>(data), n, static_cast<unsigned short>(pattern));
+    poison_kernel<unsigned short><<<grid, kThreads, 0, stream>>>(static_cast<unsigned short*>(data), n,
+                                                                 static_cast<unsigned short>(pattern));
   }
   FC_CUDA_LAUNCH();
 }
