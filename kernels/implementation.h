@@ -34,9 +34,12 @@ class Implementation {
   // Why this implementation cannot run the problem, if it cannot.
   virtual std::optional<std::string> unsupported(const Problem&) const { return std::nullopt; }
   virtual StageGraph stage_graph(const Problem& problem) const = 0;
-  // Allocates what run() writes; called once per case, before the harness poisons.
-  virtual void prepare(const Problem& problem, Workspace& workspace) = 0;
+  // Allocates what run() writes; called once per case, before the harness poisons. `traced`:
+  // the runs will be given a tap (fused kernels then also allocate their trace buffers).
+  virtual void prepare(const Problem& problem, Workspace& workspace, bool traced) = 0;
   virtual void run(RunContext& context) = 0;
+  // Bytes of the extra buffers a traced run allocates (the trace build of a fused kernel).
+  virtual std::size_t trace_bytes(const Problem&) const { return 0; }
 };
 
 // Every implementation built into this binary, in a stable order.

@@ -23,6 +23,7 @@ struct OutputResult {
   int split = -1, tile = -1;
   Quantity quantity = Quantity::scores;
   DType dtype = DType::f32;
+  double value_scale = 1.0;  // stored value times this is the quantity (stages/stage.h)
   Dims dims;
   std::int64_t col_offset = 0;  // global key index of column 0 (tiles)
   bool present = false;         // captured by the implementation

@@ -74,7 +74,7 @@ void write_output(JsonWriter& j, const OutputResult& r) {
       .field("subnormal", static_cast<std::int64_t>(f.subnormal))
       .field("unwritten", static_cast<std::int64_t>(f.unwritten))
       .field("foreign_poison", static_cast<std::int64_t>(f.foreign_poison))
-      .field("max_abs", static_cast<double>(f.max_abs()));
+      .field("max_abs", static_cast<double>(f.max_abs()) * r.value_scale);
   j.key("first_nan");
   write_flag_index(j, r, f.first_nan);
   j.key("first_inf");

@@ -37,6 +37,10 @@ struct StageOutput {
   std::string name;  // "p~", "max", "sum", or "" for the stage's main tensor
   Quantity quantity;
   DType dtype;       // format the kernel stores it in
+  // The stored value times this is the quantity: a kernel working in base 2 records its
+  // scores and maxima as they are (log2 units) and declares ln 2 here, so the conversion
+  // happens in FP64 on the host instead of rounding in the kernel.
+  double value_scale = 1.0;
 };
 
 struct Stage {

@@ -40,7 +40,7 @@ class OneStage : public Implementation {
                 {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}}};
     return g;
   }
-  void prepare(const Problem& p, Workspace& ws) override {
+  void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
     scores_ = &ws.allocate("scores", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);
     probs_ = &ws.allocate("probs", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);

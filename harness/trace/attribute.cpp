@@ -69,7 +69,7 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
     const HostTensor& t = run.captured[i].tensor;
     if (t.empty() || at.col < r.col_offset) return std::nullopt;
     const std::int64_t col = at.col - r.col_offset;
-    return t.get(((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) * r.dims[3] + col);
+    return t.get(((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) * r.dims[3] + col) * r.value_scale;
   }
   return std::nullopt;
 }

@@ -19,6 +19,7 @@ OutputResult describe(const Shape& shape, const StageGraph& graph, const Capture
   r.tile = stage.tile;
   r.quantity = out.quantity;
   r.dtype = out.dtype;
+  r.value_scale = out.value_scale;
   r.dims = output_dims(shape, graph.algorithm, stage, out);
   r.col_offset = stage_columns(shape, graph.algorithm, stage).begin;
   r.present = c.present;
@@ -56,7 +57,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
-      kernel[key_of(stage, out)] = Bounded::exact(head_matrix(c.tensor, b, h), out.dtype);
+      kernel[key_of(stage, out)] = Bounded::exact(head_matrix(c.tensor, b, h) * out.value_scale, out.dtype);
     }
     const LocalReference local(in, shape, graph, e2e, kernel);
     std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];

@@ -16,7 +16,7 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
   const cudaStream_t s = gpu ? stream->get() : nullptr;
 
   Workspace workspace(gpu);
-  impl.prepare(inputs.problem, workspace);
+  impl.prepare(inputs.problem, workspace, true);
   workspace.poison(s);
   CaptureTap tap(run.graph, inputs.problem.shape, copy_to_host, s);
   RunContext context{inputs, device, &tap, s};

@@ -31,7 +31,7 @@ class CpuFull final : public Implementation {
     return g;
   }
 
-  void prepare(const Problem& p, Workspace& ws) override {
+  void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
     const std::int64_t heads = s.batch * s.heads;
     scores_ = &ws.allocate("scores", DType::f32, heads * s.q_len * s.kv_len);

@@ -44,7 +44,7 @@ class CpuPaged final : public Implementation {
     return g;
   }
 
-  void prepare(const Problem& p, Workspace& ws) override {
+  void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
     const std::int64_t rows = s.batch * s.heads * s.q_len;
     scores_ = &ws.allocate("scores_page", DType::f32, rows * kPageWidth);

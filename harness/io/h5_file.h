@@ -1,0 +1,147 @@
+#pragma once
+// The one way the project reads and writes HDF5 files.
+//
+// Storage schema (what other tools see):
+//   fp16    IEEE half-precision float (h5py: numpy float16)
+//   bf16    uint16 bit patterns + string attribute dtype="bfloat16"
+//   bool    uint8 0/1 + string attribute dtype="bool"
+//   f32 f64 i32 i64 u8 u16   the standard little-endian types
+// Non-empty datasets of rank >= 1 are chunked (<= 1 MiB a chunk) with shuffle + deflate 4;
+// scalars and empty datasets are contiguous. String attributes are variable-length UTF-8.
+//
+// Object paths are absolute ("/stages/qk/data"); "/" is the root group. Every error is an
+// fc::Error whose message is one line starting with the file path and naming the object.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace fc {
+
+enum class H5Kind : std::uint8_t {
+  file, group, dataset, dataspace, datatype, attribute, property_list,
+  object,  // from H5Oopen: a group, dataset or committed datatype
+};
+
+// Owns one HDF5 identifier and closes it with the close function of its kind.
+// Constructing from a negative id gives an empty handle, so a failed call leaks nothing.
+class H5Handle {
+ public:
+  H5Handle() = default;
+  H5Handle(hid_t id, H5Kind kind) : id_(id), kind_(kind) {}
+  H5Handle(const H5Handle&) = delete;
+  H5Handle& operator=(const H5Handle&) = delete;
+  H5Handle(H5Handle&& other) noexcept;
+  H5Handle& operator=(H5Handle&& other) noexcept;
+  ~H5Handle() { close(); }
+
+  hid_t get() const { return id_; }
+  H5Kind kind() const { return kind_; }
+  explicit operator bool() const { return id_ >= 0; }
+
+  // Closes now; returns the close function's status (0 when there was nothing to close).
+  herr_t close() noexcept;
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  H5Kind kind_ = H5Kind::object;
+};
+
+// Turns off HDF5's printing of its error stack (once per thread: the stack is per thread
+// in thread-safe builds). Our exceptions carry the message.
+void silence_hdf5_error_printing();
+
+// Writes into "<final_path>.tmp-<pid>"; commit() renames it to final_path atomically.
+// Without commit() (an exception, an early return) the destructor removes the temporary
+// file, so a half-written output never exists under the final name.
+class H5Writer {
+ public:
+  explicit H5Writer(std::string final_path);
+  ~H5Writer();
+  H5Writer(const H5Writer&) = delete;
+  H5Writer& operator=(const H5Writer&) = delete;
+  H5Writer(H5Writer&&) = delete;
+  H5Writer& operator=(H5Writer&&) = delete;
+
+  // Creates missing parent groups. Writing to an existing path is an error.
+  void write_tensor(const std::string& dataset_path, const HostTensor& t);
+  void ensure_group(const std::string& group_path);
+
+  // On an existing group or dataset; an existing attribute of that name is replaced.
+  void set_attribute(const std::string& object_path, const std::string& name, const std::string& value);
+  void set_attribute(const std::string& object_path, const std::string& name, const char* value);
+  void set_attribute(const std::string& object_path, const std::string& name, std::int64_t value);
+  void set_attribute(const std::string& object_path, const std::string& name, double value);
+  void set_attribute(const std::string& object_path, const std::string& name,
+                     const std::vector<std::int64_t>& value);
+  void set_attribute(const std::string& object_path, const std::string& name,
+                     const std::vector<double>& value);
+  // Any other integer (int, size_t, ...) is stored as int64, so set_attribute(p, n, 3) compiles.
+  template <class Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool> &&
+                                            !std::is_same_v<Int, std::int64_t>, int> = 0>
+  void set_attribute(const std::string& object_path, const std::string& name, Int value) {
+    set_attribute(object_path, name, static_cast<std::int64_t>(value));
+  }
+
+  // Flushes, closes and renames to the final path (replacing an existing file).
+  void commit();
+
+  const std::string& path() const { return final_path_; }
+
+ private:
+  [[noreturn]] void fail(const std::string& object, const std::string& what) const;
+  void require_open(const std::string& object) const;
+  H5Handle open_object(const std::string& object_path) const;
+  // Replaces attribute `name` of the object by one of file_type over `space`, written
+  // from `data` in mem_type (nothing written when the space holds no element).
+  void put_attribute(const std::string& object_path, const std::string& name, hid_t file_type,
+                     hid_t mem_type, hid_t space, const void* data);
+
+  std::string final_path_;
+  std::string temp_path_;
+  H5Handle file_;
+  bool committed_ = false;
+};
+
+class H5Reader {
+ public:
+  explicit H5Reader(std::string path);
+
+  const std::string& path() const { return path_; }
+
+  // True when a group or dataset is at object_path; false when any component is missing
+  // or names something that is not a group. Throws only on a damaged file.
+  bool exists(const std::string& object_path) const;
+
+  HostTensor read_tensor(const std::string& dataset_path) const;
+
+  // Names of the links in a group, sorted.
+  std::vector<std::string> children(const std::string& group_path) const;
+
+  // nullopt when the object has no such attribute; fc::Error when it has one of another
+  // type or shape, or when the object itself is missing. Integer attributes are accepted
+  // by the double readers (converted exactly for |v| <= 2^53).
+  std::optional<std::string> string_attribute(const std::string& object_path, const std::string& name) const;
+  std::optional<std::int64_t> int_attribute(const std::string& object_path, const std::string& name) const;
+  std::optional<double> double_attribute(const std::string& object_path, const std::string& name) const;
+  std::optional<std::vector<std::int64_t>> int_list_attribute(const std::string& object_path,
+                                                              const std::string& name) const;
+  std::optional<std::vector<double>> double_list_attribute(const std::string& object_path,
+                                                           const std::string& name) const;
+
+ private:
+  [[noreturn]] void fail(const std::string& object, const std::string& what) const;
+  H5Handle find(const std::string& object_path) const;  // empty when missing
+  H5Handle open_object(const std::string& object_path, const char* missing_what) const;
+  H5Handle open_attribute(const std::string& object_path, const std::string& name) const;
+
+  std::string path_;
+  H5Handle file_;
+};
+
+}  // namespace fc
