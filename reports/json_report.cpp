@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "reports/json_writer.h"
+#include "core/json_writer.h"
 
 #ifndef FLASHCORE_VERSION
 #define FLASHCORE_VERSION "unknown"
