@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/problem.h"
+#include "stages/descriptor_report.h"
 #include "stages/stage.h"
 #include "stages/tap.h"
 #include "stages/workspace.h"
@@ -23,6 +24,7 @@ struct RunContext {
   const DeviceInputs* device = nullptr;  // set for GPU implementations
   Tap* tap = nullptr;                    // null: untraced
   cudaStream_t stream = nullptr;
+  std::vector<DescriptorReport>* descriptors = nullptr;  // cuBLASLt calls, when recorded
 };
 
 class Implementation {
@@ -37,9 +39,27 @@ class Implementation {
   // Allocates what run() writes; called once per case, before the harness poisons. `traced`:
   // the runs will be given a tap (fused kernels then also allocate their trace buffers).
   virtual void prepare(const Problem& problem, Workspace& workspace, bool traced) = 0;
+  // Chooses algorithms by timing them on the case's buffers (cuBLASLt split-K); called after
+  // prepare and before the harness poisons, so what tuning writes is poisoned again.
+  virtual void tune(RunContext&) {}
   virtual void run(RunContext& context) = 0;
+  // The cuBLASLt calls the implementation would make, built and read back without running
+  // anything (no GPU needed): `flashcore-check describe`.
+  virtual std::vector<DescriptorReport> describe(const Problem&) const { return {}; }
+  // Fault injection (docs/faults.md): the faults this implementation can plant, and the
+  // switch. The clean path is the default; inject("") restores it. An unsupported fault is
+  // an fc::Error.
+  virtual std::vector<std::string> faults() const { return {}; }
+  void inject(const std::string& fault);
+  const std::string& injected() const { return fault_; }
   // Bytes of the extra buffers a traced run allocates (the trace build of a fused kernel).
   virtual std::size_t trace_bytes(const Problem&) const { return 0; }
+
+ protected:
+  bool faulty(const char* fault) const { return fault_ == fault; }
+
+ private:
+  std::string fault_;
 };
 
 // Every implementation built into this binary, in a stable order.

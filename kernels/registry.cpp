@@ -1,4 +1,9 @@
+#include <algorithm>
+
+#include "core/error.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
+#include "kernels/cublaslt_paged/cublaslt_paged.h"
+#include "kernels/cublaslt_splitk/cublaslt_splitk.h"
 #include "kernels/implementation.h"
 #include "kernels/fa1_scalar/fa1_scalar.h"
 #include "kernels/flash_splitkv/flash_splitkv.h"
@@ -7,9 +12,21 @@
 
 namespace fc {
 
+void Implementation::inject(const std::string& fault) {
+  if (!fault.empty()) {
+    const std::vector<std::string> known = faults();
+    if (std::find(known.begin(), known.end(), fault) == known.end()) {
+      throw Error("--inject " + fault + ": not a fault of " + name());
+    }
+  }
+  fault_ = fault;
+}
+
 std::vector<std::unique_ptr<Implementation>> make_implementations() {
   std::vector<std::unique_ptr<Implementation>> all;
   all.push_back(make_naive());
+  all.push_back(make_cublaslt_paged());
+  all.push_back(make_cublaslt_splitk());
   all.push_back(make_fa1_scalar());
   all.push_back(make_flash_splitkv());
   all.push_back(make_wmma_fused());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reference/compare.h"
+#include "stages/descriptor_report.h"
 #include "stages/flags.h"
 #include "stages/stage.h"
 
@@ -72,6 +73,7 @@ struct CaseResult {
   std::string reason;  // for error and skipped
   std::vector<OutputResult> outputs;
   std::optional<Divergence> divergence;
+  std::vector<DescriptorReport> descriptors;  // cuBLASLt calls, read back and linted
   double seconds = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/json_writer.h"
+#include "stages/cublaslt/descriptor_json.h"
 
 #ifndef FLASHCORE_VERSION
 #define FLASHCORE_VERSION "unknown"
@@ -145,6 +146,15 @@ void write_case(JsonWriter& j, const CaseResult& c) {
   j.end_array();
   j.key("first_divergence");
   write_divergence(j, c.divergence);
+  j.key("descriptors").begin_array();
+  for (const DescriptorReport& d : c.descriptors) {
+    j.begin_object().field("stage", static_cast<std::int64_t>(d.stage)).field("launched", d.launched).key("record");
+    write_json(j, d.record);
+    j.key("findings");
+    write_json(j, d.findings);
+    j.end_object();
+  }
+  j.end_array();
   j.end_object();
 }
 

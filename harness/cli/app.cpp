@@ -43,8 +43,13 @@ int run_cli(int argc, char** argv) {
                "run every implementation (or --impl) on the default cases (or the cases given) and report each "
                "stage; without a GPU, runs the CPU implementations and the reference self-check");
   app.add_option("--impl", trace.impls, "implementation to run (repeatable; `list` shows them)");
+  app.add_option("--inject", trace.inject,
+                 "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
   app.add_option("--json", trace.json_path, "also write the results as JSON to FILE")->group("Output");
+  app.add_flag("--dump-descriptors", trace.dump_descriptors,
+               "print every cuBLASLt call's descriptors, read back from cuBLASLt, and its lint findings")
+      ->group("Output");
 
   ReferenceCommand reference;
   reference.command_line = trace.command_line;
@@ -58,6 +63,13 @@ int run_cli(int argc, char** argv) {
   ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
 
   CLI::App* list = app.add_subcommand("list", "list the implementations built into this binary");
+
+  DescribeCommand describe;
+  CLI::App* describe_cmd = app.add_subcommand(
+      "describe", "print an implementation's cuBLASLt descriptors and lint findings without running anything");
+  describe_cmd->add_option("--impl", describe.impl, "the implementation")->required();
+  describe_cmd->add_option("--inject", describe.inject, "plant a fault first");
+  add_case_options(*describe_cmd, describe.plan);
 
   BenchCommand bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -86,6 +98,7 @@ int run_cli(int argc, char** argv) {
   try {
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();
+    if (describe_cmd->parsed()) return run_describe(describe);
     if (bench_cmd->parsed()) return run_bench(bench);
     if (version->parsed()) return run_version();
     if (do_trace || !trace.impls.empty()) return run_trace(trace);

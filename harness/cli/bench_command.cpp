@@ -147,8 +147,9 @@ std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape,
   const bool traceable = impl.trace_bytes(in.problem) <= kTraceLimit;
   Workspace workspace(true);
   impl.prepare(in.problem, workspace, traceable);
-  workspace.poison(stream);
   RunContext untraced{in, &device, nullptr, stream};
+  impl.tune(untraced);
+  workspace.poison(stream);
   const double plain_ms = median_ms(2, 10, stream, [&] { impl.run(untraced); });
 
   double traced_ms = 0;

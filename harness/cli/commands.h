@@ -16,8 +16,10 @@ inline constexpr int kExitUsage = 2;
 
 struct TraceCommand {
   std::vector<std::string> impls;
+  std::string inject;  // a fault to plant in every selected implementation that has it
   PlanOptions plan;
   std::string json_path;
+  bool dump_descriptors = false;
   std::string command_line;
 };
 int run_trace(const TraceCommand& command);
@@ -32,6 +34,13 @@ struct ReferenceCommand {
 int run_reference(const ReferenceCommand& command);
 
 int run_list();
+
+struct DescribeCommand {
+  std::string impl;
+  std::string inject;
+  PlanOptions plan;
+};
+int run_describe(const DescribeCommand& command);
 
 struct BenchCommand {
   std::vector<std::string> impls;

@@ -1,4 +1,5 @@
 // flashcore-check --trace: every implementation on every planned case, stage by stage.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -8,6 +9,7 @@
 #include "harness/trace/judge.h"
 #include "kernels/common/device_inputs.h"
 #include "reference/self_check.h"
+#include "reports/descriptors.h"
 #include "reports/json_report.h"
 #include "reports/table.h"
 #include "stages/device_info.h"
@@ -30,6 +32,20 @@ std::vector<std::unique_ptr<Implementation>> select_implementations(const std::v
   return chosen;
 }
 
+// The implementations that have `fault`, with it planted; an error if none has it.
+std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_ptr<Implementation>> impls,
+                                                        const std::string& fault) {
+  std::vector<std::unique_ptr<Implementation>> faulty;
+  for (auto& impl : impls) {
+    const std::vector<std::string> faults = impl->faults();
+    if (std::find(faults.begin(), faults.end(), fault) == faults.end()) continue;
+    impl->inject(fault);
+    faulty.push_back(std::move(impl));
+  }
+  if (faulty.empty()) throw Error("--inject " + fault + ": no selected implementation has this fault (see list)");
+  return faulty;
+}
+
 void print_self_check(const SelfCheck& c) {
   std::cout << "reference self-check: blocked vs full " << c.blocked_deviation << ", split-KV vs full "
             << c.split_deviation << ", row sums " << c.row_sum_deviation << " (allowed " << kSelfCheckTolerance
@@ -41,6 +57,7 @@ void print_self_check(const SelfCheck& c) {
 int run_trace(const TraceCommand& command) {
   const DeviceInfo device = device_info();
   std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
+  if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
   if (!device.available) {
     for (const auto& impl : impls) {
       if (impl->on_gpu() && !command.impls.empty()) {
@@ -73,6 +90,11 @@ int run_trace(const TraceCommand& command) {
       const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
       results.push_back(judge_case(*impl, inputs, description, device_inputs.get()));
       write_case_table(std::cout, results.back());
+      if (command.dump_descriptors && !results.back().descriptors.empty()) {
+        const StageGraph graph = impl->stage_graph(inputs.problem);
+        write_descriptors(std::cout, &graph, results.back().descriptors);
+        std::cout << "\n";
+      }
     }
     if (impls.empty()) std::cout << "\n";
   }

@@ -1,6 +1,7 @@
 #include "harness/trace/attribute.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -74,6 +75,31 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
   return std::nullopt;
 }
 
+// The cause a lint finding names: a descriptor cuBLASLt rejected or that disagrees with the
+// compute type; a layout that does not fit the buffer; a beta that reads unwritten memory.
+std::string cause_of_lint(const std::string& rule) {
+  if (rule == lint_rule::set_status || rule == lint_rule::scale_type) return "descriptor-invalid";
+  if (rule == lint_rule::beta_uninitialized) return "stale-accumulator";
+  return "layout-mismatch";
+}
+
+// The earlier capture from the same buffer, if this output holds exactly its bytes: the
+// stage never rewrote the buffer.
+std::optional<std::size_t> unchanged_since(const TraceRun& run, std::size_t i) {
+  const Captured& now = run.captured[i];
+  if (now.tensor.empty()) return std::nullopt;
+  for (std::size_t j = i; j-- > 0;) {
+    const Captured& before = run.captured[j];
+    if (!before.present || before.view.buffer_id != now.view.buffer_id) continue;
+    if (before.tensor.dims() == now.tensor.dims() && before.tensor.nbytes() == now.tensor.nbytes() &&
+        std::memcmp(before.tensor.data(), now.tensor.data(), now.tensor.nbytes()) == 0) {
+      return j;
+    }
+    return std::nullopt;  // the latest capture of the buffer differs
+  }
+  return std::nullopt;
+}
+
 Divergence start(const OutputResult& r) {
   Divergence d;
   d.stage = r.stage_name;
@@ -91,6 +117,15 @@ void name_cause(Divergence& d, const TraceRun& run,
   const double k = f.element.kernel, ref = f.element.reference;
   const bool bad_value = !std::isfinite(k) && std::isfinite(ref);
   const RowContext row = *d.row;
+
+  if (const std::optional<std::size_t> earlier = unchanged_since(run, i)) {
+    d.cause = "unwritten-output";
+    d.evidence = r.stage_name + " did not write '" +
+                 run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id)) + "': it still holds " +
+                 outputs[*earlier].name + "'s values (" + number(k) + " at " + at_string(d.index) + ", reference " +
+                 number(ref) + ")";
+    return;
+  }
 
   if (bad_value && stage.reads_own_output && !written_before(run, i)) {
     const std::string buffer = run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id));
@@ -184,6 +219,25 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
                                     const std::vector<OutputResult>& outputs) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
+    const std::size_t stage = run.captured[i].stage;
+    if (run.captured[i].output == 0) {  // lint findings of this stage's cuBLASLt calls come first
+      for (const DescriptorReport& report : run.descriptors) {
+        if (report.stage != stage || report.findings.empty()) continue;
+        const LintFinding& finding = report.findings.front();
+        Divergence d = start(r);
+        d.output = r.name;
+        d.cause = cause_of_lint(finding.rule);
+        d.evidence = "cuBLASLt " + report.record.name + ": " + finding.message + " (lint rule " + finding.rule +
+                     (report.launched ? ")" : "; the call was not launched)");
+        if (const std::optional<Failure> f = failing_element(r)) {
+          d.index = f->element.index;
+          d.kernel = f->element.kernel;
+          d.reference = f->element.reference;
+          d.bound = f->element.bound;
+        }
+        return d;
+      }
+    }
     if (r.passed()) continue;
     Divergence d = start(r);
     if (!r.present) {

@@ -39,6 +39,7 @@ CaseResult judge_case(Implementation& impl, const AttentionInputs& inputs, const
     result.verdict = Verdict::error;
     result.reason = run.error;
   } else {
+    result.descriptors = run.descriptors;
     result.outputs = evaluate_outputs(inputs, run);
     result.divergence = attribute(inputs, run, result.outputs);
     result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;

@@ -17,9 +17,13 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
 
   Workspace workspace(gpu);
   impl.prepare(inputs.problem, workspace, true);
+  if (gpu) {
+    RunContext tuning{inputs, device, nullptr, s};
+    impl.tune(tuning);
+  }
   workspace.poison(s);
   CaptureTap tap(run.graph, inputs.problem.shape, copy_to_host, s);
-  RunContext context{inputs, device, &tap, s};
+  RunContext context{inputs, device, &tap, s, &run.descriptors};
   try {
     impl.run(context);
     if (gpu) stream->synchronize();

@@ -13,6 +13,7 @@ struct TraceRun {
   StageGraph graph;
   std::vector<Captured> captured;
   std::vector<std::string> buffer_names;  // index: poison id
+  std::vector<DescriptorReport> descriptors;  // cuBLASLt calls, read back and linted
   std::string error;                      // non-empty when the run itself failed
 };
 

@@ -29,6 +29,12 @@ void require_passes_200_cases(const std::string& name) {
 }  // namespace
 
 TEST_CASE("naive passes the trace on 200 seeded cases", "[gpu][naive]") { require_passes_200_cases("naive"); }
+TEST_CASE("cublaslt-paged passes the trace on 200 seeded cases", "[gpu][cublaslt]") {
+  require_passes_200_cases("cublaslt-paged");
+}
+TEST_CASE("cublaslt-splitk passes the trace on 200 seeded cases", "[gpu][cublaslt]") {
+  require_passes_200_cases("cublaslt-splitk");
+}
 TEST_CASE("fa1-scalar passes the trace on 200 seeded cases", "[gpu][fa1]") { require_passes_200_cases("fa1-scalar"); }
 TEST_CASE("wmma-fused passes the trace on 200 seeded cases", "[gpu][wmma]") { require_passes_200_cases("wmma-fused"); }
 TEST_CASE("flash-splitkv passes the trace on 200 seeded cases", "[gpu][splitkv]") {

@@ -1,0 +1,48 @@
+#pragma once
+// The element-wise stages around the cuBLASLt matmuls of the cuBLASLt implementations, over
+// [rows, cols] row-major blocks where rows = B*H*Sq (one row per query of every head).
+#include <cuda_runtime_api.h>
+
+#include "core/problem.h"
+#include "kernels/common/device_mask.h"
+
+namespace fc {
+
+// Scores as a softmax reads them: fp32, or fp16 (the fp16-scores fault) holding the
+// stored value; `scale` turns a stored value into a score (1, or the softmax scale when the
+// scores were stored before it).
+struct ScoreInput {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  float scale = 1.0f;
+};
+
+// Fault injection in the softmax kernels (docs/faults.md); both true on the clean path.
+struct SoftmaxOptions {
+  bool subtract_max = true;  // no-max-subtract: exp(s) instead of exp(s - max)
+  bool guard_masked = true;  // masked-row-nan: exp(-inf - (-inf)) for a row with no key
+};
+
+// scores[row, c] += mask bias of (row, key j0 + c) / scale, for a page of `cols` keys.
+void launch_apply_mask(void* scores, DType dtype, float scale, const Shape& shape, int j0, int cols,
+                       const DeviceMask& mask, cudaStream_t stream);
+
+// One page of online softmax: from the page's scores and the running max and sum (ignored
+// on the first page) to p~ = exp(s - max) in the input format, the new max and sum (in
+// place), and the rescale factor of the accumulator (0 on the first page).
+void launch_online_softmax(ScoreInput scores, long long rows, int cols, bool first_page, float* row_max,
+                           float* row_sum, float* rescale, void* p_tilde, DType dtype, SoftmaxOptions options,
+                           cudaStream_t stream);
+
+// Whole-row softmax: p = exp(s - max) / sum in the input format, with the row max and sum.
+void launch_row_softmax(ScoreInput scores, long long rows, int cols, float* row_max, float* row_sum, void* probs,
+                        DType dtype, SoftmaxOptions options, cudaStream_t stream);
+
+// acc[row, :] *= rescale[row]
+void launch_rescale_rows(float* acc, const float* rescale, long long rows, int cols, cudaStream_t stream);
+
+// out[row, :] = acc[row, :] / sum[row] in the input format (0 where the sum is 0).
+void launch_normalize_rows(const float* acc, const float* row_sum, long long rows, int cols, void* out, DType dtype,
+                           cudaStream_t stream);
+
+}  // namespace fc
