@@ -24,6 +24,9 @@ double eta(DType t) { return kSafetyFactor * min_subnormal(t) / 2; }
 // (a few ulp). docs/error-model.md, "exp".
 double exp_rel_error(double x) { return (4.0 + 4.0 * std::fabs(x)) * kAccU; }
 
+// Unit roundoff of one addition of the stage's fp32 accumulation.
+double accumulation_unit(const Arithmetic& a) { return a.tensor_cores ? 2 * kAccU : kAccU; }
+
 // Operand rounding inside a stage happens only when the operand format is narrower than
 // what the stage reads.
 double operand_rounding(const Arithmetic& a, DType input_format) {
@@ -71,13 +74,13 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   Bounded out;
   out.format = a.out;
   out.bound.resize(s.rows(), s.cols());
-  const double u_out = unit_roundoff(a.out);
+  const double u_out = unit_roundoff(a.out), u_acc = accumulation_unit(a);
   const double underflow = (d + 1) * kAccEta * std::max(1.0, in.scale);
   for (Eigen::Index r = 0; r < s.rows(); ++r) {
     for (Eigen::Index c = 0; c < s.cols(); ++c) {
       const double v = s(r, c);
       out.bound(r, c) = std::isfinite(v)
-          ? kSafetyFactor * ((d + 1) * kAccU * magnitude(r, c) + (kAccU + u_out) * std::fabs(v) + underflow) + eta(a.out)
+          ? kSafetyFactor * ((d + 1) * u_acc * magnitude(r, c) + (kAccU + u_out) * std::fabs(v) + underflow) + eta(a.out)
           : 0.0;
     }
   }
@@ -250,7 +253,7 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
   const double underflow = n * kAccEta;
   const Eigen::RowVectorXd operand_floor = eta_p * v_abs.colwise().sum();
   out.bound = propagated.array() +
-              kSafetyFactor * (((n + 2) * kAccU + u_p) * magnitude.array() + u_out * out.value.array().abs() +
+              kSafetyFactor * (((n + 2) * accumulation_unit(a) + u_p) * magnitude.array() + u_out * out.value.array().abs() +
                                operand_floor.replicate(out.value.rows(), 1).array() + underflow) +
               eta(a.out);
   return out;

@@ -27,6 +27,10 @@ inline constexpr double kSafetyFactor = 2.0;
 struct Arithmetic {
   DType out = DType::f32;      // format the stage stores its main result in
   DType operand = DType::f32;  // format matrix operands are rounded to inside the stage
+  // Products summed by tensor cores (HMMA): their fp32 accumulation aligns to the largest
+  // exponent and truncates, up to 2u an addition instead of IEEE round-to-nearest's u
+  // (docs/error-model.md, "Tensor cores").
+  bool tensor_cores = false;
 };
 
 struct Bounded {

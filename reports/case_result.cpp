@@ -26,7 +26,7 @@ Index4 OutputResult::index_of(unsigned long long flat) const {
     at.b = f / (dims[2] * dims[1]);
     at.col = -1;
   } else if (dims.size() == 4) {
-    at.col = f % dims[3] + (quantity == Quantity::scores || quantity == Quantity::p_tilde || quantity == Quantity::probs ? col_offset : 0);
+    at.col = f % dims[3] + col_offset;
     at.row = (f / dims[3]) % dims[2];
     at.h = (f / (dims[3] * dims[2])) % dims[1];
     at.b = f / (dims[3] * dims[2] * dims[1]);

@@ -26,7 +26,7 @@ struct OutputResult {
   DType dtype = DType::f32;
   double value_scale = 1.0;  // stored value times this is the quantity (stages/stage.h)
   Dims dims;
-  std::int64_t col_offset = 0;  // global key index of column 0 (tiles)
+  std::int64_t col_offset = 0;  // global key index of column 0 (tiles), for key-indexed quantities
   bool present = false;         // captured by the implementation
   std::string capture_problem;  // set when the capture disagreed with the declaration
   FlagCounts flags;             // first indices: logical row-major indices into dims

@@ -47,6 +47,7 @@ ChainArithmetic arithmetic_of(const test::RandomCase& c) {
   a.qk.out = c.score_format;
   a.softmax.out = c.p_format;
   a.pv.operand = c.operand;
+  a.qk.tensor_cores = a.pv.tensor_cores = c.tensor_cores;
   return a;
 }
 

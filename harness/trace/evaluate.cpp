@@ -21,7 +21,8 @@ OutputResult describe(const Shape& shape, const StageGraph& graph, const Capture
   r.dtype = out.dtype;
   r.value_scale = out.value_scale;
   r.dims = output_dims(shape, graph.algorithm, stage, out);
-  r.col_offset = stage_columns(shape, graph.algorithm, stage).begin;
+  const bool key_indexed = out.quantity == Quantity::scores || out.quantity == Quantity::p_tilde;
+  r.col_offset = key_indexed ? stage_columns(shape, graph.algorithm, stage).begin : 0;
   r.present = c.present;
   r.capture_problem = c.problem;
   r.flags = c.flags;

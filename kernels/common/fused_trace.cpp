@@ -29,7 +29,7 @@ FusedLayout split_layout(const Shape& shape, std::int64_t tile_width, std::int64
 }
 
 StageGraph fused_stage_graph(const Problem& problem, const FusedLayout& layout, DType p_tilde, DType operand,
-                             double log_scale) {
+                             double log_scale, bool tensor_cores) {
   const Shape& s = problem.shape;
   StageGraph g;
   g.algorithm = layout.algorithm;
@@ -37,6 +37,7 @@ StageGraph fused_stage_graph(const Problem& problem, const FusedLayout& layout, 
   g.arithmetic.softmax.out = p_tilde;
   g.arithmetic.pv.out = DType::f32;  // the accumulator stays in fp32 registers
   g.arithmetic.pv.operand = operand;
+  g.arithmetic.qk.tensor_cores = g.arithmetic.pv.tensor_cores = tensor_cores;
   const bool split = layout.algorithm.kind == Algorithm::Kind::split;
   if (split) g.arithmetic.normalize.out = DType::f32;  // partial outputs
   const std::int64_t splits = split ? layout.algorithm.splits : 1;

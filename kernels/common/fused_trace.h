@@ -17,9 +17,9 @@ FusedLayout split_layout(const Shape& shape, std::int64_t tile_width, std::int64
 
 // p_tilde: the format p~ is traced in; operand: what the P.V product rounds it to;
 // log_scale: the factor from the kernel's traced scores and maxima to natural log (ln 2 for
-// a kernel working in base 2).
+// a kernel working in base 2); tensor_cores: the matmuls run on tensor cores.
 StageGraph fused_stage_graph(const Problem& problem, const FusedLayout& layout, DType p_tilde, DType operand,
-                             double log_scale);
+                             double log_scale, bool tensor_cores);
 
 struct FusedTraceBuffers {
   Buffer* scores = nullptr;

@@ -54,6 +54,7 @@ class CublasLtPaged final : public Implementation {
     g.arithmetic.softmax.out = p.dtype;  // p~ is the fp16/bf16 operand of the P.V matmul
     g.arithmetic.pv.out = DType::f32;
     g.arithmetic.pv.operand = p.dtype;
+    g.arithmetic.qk.tensor_cores = g.arithmetic.pv.tensor_cores = true;  // cuBLASLt HMMA matmuls
     const int pages = static_cast<int>(tile_count(0, p.shape.kv_len, page_width_));
     // fp16-scores stores q.k before the scale: the quantity is the stored value times scale.
     const double score_scale = faulty("fp16-scores") ? p.scale : 1.0;

@@ -42,6 +42,7 @@ class CublasLtSplitK final : public Implementation {
     g.arithmetic.qk.out = score_dtype();
     g.arithmetic.softmax.out = p.dtype;
     g.arithmetic.pv.operand = p.dtype;
+    g.arithmetic.qk.tensor_cores = g.arithmetic.pv.tensor_cores = true;  // cuBLASLt HMMA matmuls
     const double score_scale = faulty("fp16-scores") ? p.scale : 1.0;
     g.stages = {
         {StageKind::qk, -1, -1, {{"", Quantity::scores, score_dtype(), score_scale}}},

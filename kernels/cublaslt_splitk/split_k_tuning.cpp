@@ -35,14 +35,13 @@ std::vector<std::uint32_t> tile_ids(const cublasLtMatmulAlgo_t& algo) {
   return ids;
 }
 
-// The reduction a split-K candidate uses: the first the algorithm supports.
-std::uint32_t reduction_for(const cublasLtMatmulAlgo_t& algo) {
+// Split-K partial sums are reduced in the compute type (fp32), the arithmetic the stages
+// declare; INPLACE and OUTPUT_TYPE reductions sum them in the output format (fp16 for P.V),
+// a coarser arithmetic whose error the declared bound does not cover, so they are not
+// candidates.
+bool reduces_in_compute_type(const cublasLtMatmulAlgo_t& algo) {
   const std::uint32_t mask = capability<std::uint32_t>(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
-  for (std::uint32_t scheme : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
-                               CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE}) {
-    if (mask & scheme) return scheme;
-  }
-  return static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_NONE);
+  return (mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) != 0;
 }
 
 struct Candidate {
@@ -65,14 +64,15 @@ std::vector<Candidate> candidates(const LtHandle& handle, const LtGemm& gemm, st
         CUBLAS_STATUS_SUCCESS) {
       continue;
     }
-    const bool split_k_support = capability<std::int32_t>(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT) != 0;
+    const bool split_k_support = capability<std::int32_t>(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT) != 0 &&
+                                 reduces_in_compute_type(algo);
     for (std::uint32_t tile : tile_ids(algo)) {
       set_algo_config_raw(scratch, algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile);
       for (int split : kSplitK) {
         if (split > 1 && !split_k_support) continue;
         const std::uint32_t n = static_cast<std::uint32_t>(split);
-        const std::uint32_t scheme =
-            split > 1 ? reduction_for(algo) : static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_NONE);
+        const std::uint32_t scheme = static_cast<std::uint32_t>(split > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+                                                                          : CUBLASLT_REDUCTION_SCHEME_NONE);
         set_algo_config_raw(scratch, algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n, sizeof n);
         set_algo_config_raw(scratch, algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme);
         cublasLtMatmulHeuristicResult_t check{};

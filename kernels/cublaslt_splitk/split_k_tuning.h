@@ -1,7 +1,7 @@
 #pragma once
 // Choosing a cuBLASLt algorithm by timing: every algorithm cublasLtMatmulAlgoGetIds offers
 // for the matmul's types, each of its tile shapes, and split-K numbers 1, 4, 8, 16 and 32
-// where it supports split-K; the candidates cublasLtMatmulAlgoCheck accepts within the
+// where it supports split-K reduced in fp32; the candidates cublasLtMatmulAlgoCheck accepts within the
 // workspace are timed on the real operands and the fastest is kept.
 #include <string>
 

@@ -36,7 +36,7 @@ class FlashSplitKv final : public Implementation {
     return std::nullopt;
   }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, layout(p.shape), DType::f32, p.dtype, kFlashLogScale);
+    return fused_stage_graph(p, layout(p.shape), DType::f32, p.dtype, kFlashLogScale, true);
   }
   std::size_t trace_bytes(const Problem& p) const override { return FusedTraceBuffers::bytes(p, layout(p.shape)); }
   void prepare(const Problem& p, Workspace& ws, bool traced) override {

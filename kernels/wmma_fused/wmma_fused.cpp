@@ -23,7 +23,7 @@ class WmmaFused final : public Implementation {
     return std::nullopt;
   }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale);
+    return fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true);
   }
   std::size_t trace_bytes(const Problem& p) const override {
     return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));

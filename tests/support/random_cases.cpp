@@ -35,6 +35,7 @@ RandomCase random_case(std::uint64_t seed, bool small) {
   c.score_format = pick(rng, std::vector<DType>{DType::f32, DType::f32, s.dtype});
   c.p_format = pick(rng, std::vector<DType>{DType::f32, s.dtype});
   c.operand = pick(rng, std::vector<DType>{DType::f32, s.dtype});
+  c.tensor_cores = rng.uniform() < 0.25;
   return c;
 }
 

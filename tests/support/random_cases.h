@@ -14,6 +14,7 @@ struct RandomCase {
   DType score_format = DType::f32;  // qk output
   DType p_format = DType::f32;      // softmax output (p or p~)
   DType operand = DType::f32;       // what pv rounds p to before its products
+  bool tensor_cores = false;        // declare the matmuls tensor-core ones (a looser bound)
 };
 
 // `small` keeps shapes at unit-test size.
