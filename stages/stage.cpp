@@ -81,6 +81,10 @@ const Arithmetic& arithmetic_of(const ChainArithmetic& chain, StageKind kind) {
   return chain.qk;
 }
 
+Arithmetic& arithmetic_of(ChainArithmetic& chain, StageKind kind) {
+  return const_cast<Arithmetic&>(arithmetic_of(static_cast<const ChainArithmetic&>(chain), kind));
+}
+
 std::int64_t tile_count(std::int64_t begin, std::int64_t end, std::int64_t tile_width) {
   return end <= begin ? 0 : (end - begin + tile_width - 1) / tile_width;
 }

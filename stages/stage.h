@@ -72,6 +72,7 @@ struct StageGraph {
 };
 
 const Arithmetic& arithmetic_of(const ChainArithmetic& chain, StageKind kind);
+Arithmetic& arithmetic_of(ChainArithmetic& chain, StageKind kind);
 
 // Key columns [begin, end) of tile `tile` of split `split` (-1: untiled, unsplit).
 KeyRange tile_columns(const Shape& shape, const Algorithm& algorithm, int split, int tile);

@@ -46,7 +46,15 @@ int run_cli(int argc, char** argv) {
   app.add_option("--inject", trace.inject,
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
-  app.add_option("--json", trace.json_path, "also write the results as JSON to FILE")->group("Output");
+  app.add_option("--json", trace.reports.json, "also write the results as JSON to FILE")->group("Output");
+  app.add_option("--junit", trace.reports.junit, "also write JUnit XML to FILE (a testcase per case)")->group("Output");
+  app.add_option("--snapshot", trace.snapshot,
+                 "write each case to an HDF5 snapshot (FILE, or FILE's stem + .IMPL.N.h5 for several)")
+      ->group("Output");
+  app.add_option("--snapshot-stages", trace.snapshot_stages,
+                 "store only these stage tensors (names or kinds: pv, softmax[0], normalize)")
+      ->group("Output");
+  app.add_flag("--fixture", trace.fixture, "write the snapshots as regression fixtures")->group("Output");
   app.add_flag("--dump-descriptors", trace.dump_descriptors,
                "print every cuBLASLt call's descriptors, read back from cuBLASLt, and its lint findings")
       ->group("Output");
@@ -63,6 +71,28 @@ int run_cli(int argc, char** argv) {
   ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
 
   CLI::App* list = app.add_subcommand("list", "list the implementations built into this binary");
+
+  ReplayCommand replay;
+  replay.command_line = trace.command_line;
+  CLI::App* replay_cmd = app.add_subcommand(
+      "replay", "recompute the references and comparisons of a snapshot on the CPU and report as the live run did");
+  replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required()->check(CLI::ExistingFile);
+  replay_cmd->add_option("--json", replay.reports.json, "also write JSON to FILE");
+  replay_cmd->add_option("--junit", replay.reports.junit, "also write JUnit XML to FILE");
+
+  DiffCommand diff;
+  CLI::App* diff_cmd = app.add_subcommand("diff", "compare two snapshots of the same case stage by stage");
+  diff_cmd->add_option("a", diff.a, "the snapshot before")->required()->check(CLI::ExistingFile);
+  diff_cmd->add_option("b", diff.b, "the snapshot after")->required()->check(CLI::ExistingFile);
+
+  FixturesCommand fixtures;
+  fixtures.command_line = trace.command_line;
+  CLI::App* fixtures_cmd = app.add_subcommand(
+      "fixtures", "check every regression fixture: integrity, reference, replayed verdict; with a GPU, live runs");
+  fixtures_cmd->add_option("dir", fixtures.dir, "the fixtures folder (default: fixtures)")->check(CLI::ExistingDirectory);
+  fixtures_cmd->add_option("--json", fixtures.reports.json, "also write JSON to FILE");
+  fixtures_cmd->add_option("--junit", fixtures.reports.junit, "also write JUnit XML to FILE (fixture x implementation)");
+  fixtures_cmd->add_flag("--write-manifest", fixtures.write_manifest, "rewrite DIR/MANIFEST from the fixtures");
 
   DescribeCommand describe;
   CLI::App* describe_cmd = app.add_subcommand(
@@ -99,6 +129,12 @@ int run_cli(int argc, char** argv) {
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();
     if (describe_cmd->parsed()) return run_describe(describe);
+    if (replay_cmd->parsed()) return run_replay(replay);
+    if (diff_cmd->parsed()) return run_diff(diff);
+    if (fixtures_cmd->parsed()) {
+      if (fixtures.dir.empty()) fixtures.dir = "fixtures";
+      return run_fixtures(fixtures);
+    }
     if (bench_cmd->parsed()) return run_bench(bench);
     if (version->parsed()) return run_version();
     if (do_trace || !trace.impls.empty()) return run_trace(trace);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cli/report_files.h"
 #include "harness/plan.h"
 
 namespace fc {
@@ -18,11 +19,34 @@ struct TraceCommand {
   std::vector<std::string> impls;
   std::string inject;  // a fault to plant in every selected implementation that has it
   PlanOptions plan;
-  std::string json_path;
+  ReportFiles reports;
   bool dump_descriptors = false;
+  std::string snapshot;                      // write each judged case to this HDF5 file
+  std::vector<std::string> snapshot_stages;  // which stage tensors the snapshot stores
+  bool fixture = false;                      // write fixtures rather than snapshots
   std::string command_line;
 };
 int run_trace(const TraceCommand& command);
+
+struct ReplayCommand {
+  std::string file;
+  ReportFiles reports;
+  std::string command_line;
+};
+int run_replay(const ReplayCommand& command);
+
+struct DiffCommand {
+  std::string a, b;
+};
+int run_diff(const DiffCommand& command);
+
+struct FixturesCommand {
+  std::string dir;
+  ReportFiles reports;
+  bool write_manifest = false;
+  std::string command_line;
+};
+int run_fixtures(const FixturesCommand& command);
 
 struct ReferenceCommand {
   std::string input;

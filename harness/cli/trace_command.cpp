@@ -5,12 +5,11 @@
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
-#include "harness/io/text_output.h"
+#include "harness/io/snapshot.h"
 #include "harness/trace/judge.h"
 #include "kernels/common/device_inputs.h"
 #include "reference/self_check.h"
 #include "reports/descriptors.h"
-#include "reports/json_report.h"
 #include "reports/table.h"
 #include "stages/device_info.h"
 
@@ -46,6 +45,14 @@ std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_
   return faulty;
 }
 
+// "out.h" -> "out.naive.3.h5": one file per judged case when a run judges several.
+std::string numbered_path(const std::string& path, const std::string& impl, int case_number) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  const std::string stem = dot != std::string::npos && (slash == std::string::npos || dot > slash) ? path.substr(0, dot) : path;
+  return stem + "." + impl + "." + std::to_string(case_number) + ".h5";
+}
+
 void print_self_check(const SelfCheck& c) {
   std::cout << "reference self-check: blocked vs full " << c.blocked_deviation << ", split-KV vs full "
             << c.split_deviation << ", row sums " << c.row_sum_deviation << " (allowed " << kSelfCheckTolerance
@@ -74,9 +81,12 @@ int run_trace(const TraceCommand& command) {
   }
 
   const std::vector<CaseSpec> cases = plan_cases(command.plan);
+  const bool several = cases.size() * impls.size() > 1;
   std::vector<CaseResult> results;
   bool self_check_failed = false;
+  int case_number = 0;
   for (const CaseSpec& spec : cases) {
+    ++case_number;
     const AttentionInputs inputs = generate_inputs(spec);
     if (!device.available) {
       std::cout << spec.label() << "\n";
@@ -88,12 +98,22 @@ int run_trace(const TraceCommand& command) {
     for (const auto& impl : impls) {
       if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
       const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
-      results.push_back(judge_case(*impl, inputs, description, device_inputs.get()));
-      write_case_table(std::cout, results.back());
-      if (command.dump_descriptors && !results.back().descriptors.empty()) {
-        const StageGraph graph = impl->stage_graph(inputs.problem);
-        write_descriptors(std::cout, &graph, results.back().descriptors);
+      const bool snapshot = !command.snapshot.empty();
+      const Judged judged = judge_case_keeping(*impl, inputs, description, device_inputs.get(), snapshot);
+      results.push_back(judged.result);
+      write_case_table(std::cout, judged.result);
+      if (command.dump_descriptors && !judged.result.descriptors.empty()) {
+        write_descriptors(std::cout, &judged.run.graph, judged.result.descriptors);
         std::cout << "\n";
+      }
+      if (snapshot && judged.result.verdict != Verdict::skipped) {
+        const std::string path = several ? numbered_path(command.snapshot, impl->name(), case_number) : command.snapshot;
+        SnapshotOptions options;
+        options.kind = command.fixture ? "fixture" : "snapshot";
+        options.fault = impl->injected();
+        options.stages = command.snapshot_stages;
+        write_snapshot(path, command.command_line, inputs, judged.run, judged.result, judged.references, options);
+        std::cout << "  snapshot: " << path << "\n\n";
       }
     }
     if (impls.empty()) std::cout << "\n";
@@ -105,11 +125,7 @@ int run_trace(const TraceCommand& command) {
             << counts[1] << " diverged, " << counts[2] << " error, " << counts[3] << " skipped";
   if (!device.available) std::cout << "; reference self-check " << (self_check_failed ? "FAILED" : "passed");
   std::cout << "\n";
-  if (!command.json_path.empty()) {
-    write_text_file(command.json_path, [&](std::ostream& out) {
-      write_json_report(out, {command.command_line, device.describe()}, results);
-    });
-  }
+  write_report_files(command.reports, command.command_line, results, "trace");
   return counts[1] + counts[2] > 0 || self_check_failed ? kExitDiverged : kExitPass;
 }
 

@@ -35,7 +35,8 @@ struct HeadMetrics {
 
 }  // namespace
 
-std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run) {
+std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
+                                           std::vector<OutputReferences>* references) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
@@ -45,7 +46,16 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const Captured& c = run.captured[i];
     if (c.present && c.problem.empty() && !c.tensor.empty()) comparable.push_back(i);
   }
+  if (references) references->assign(run.captured.size(), {});
   if (comparable.empty()) return results;
+  if (references) {
+    for (std::size_t i : comparable) {
+      OutputReferences& r = (*references)[i];
+      for (HostTensor* t : {&r.end_to_end, &r.end_to_end_bound, &r.local, &r.local_bound}) {
+        *t = HostTensor(DType::f64, results[i].dims);
+      }
+    }
+  }
 
   const std::int64_t heads = shape.batch * shape.heads;
   std::vector<std::vector<HeadMetrics>> per_head(static_cast<std::size_t>(heads));
@@ -69,8 +79,16 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       const OutputResult& r = results[i];
       const HeadSpot spot{b, h, r.col_offset, is_row_quantity(out.quantity)};
       const MatrixR& k = kernel.at(key_of(stage, out)).value;
-      mine.push_back({compare_head(spot, k, e2e.at(key_of(stage, out)), out.dtype),
-                      compare_head(spot, k, local.evaluate(stage, out), out.dtype)});
+      const Bounded& end_to_end = e2e.at(key_of(stage, out));
+      const Bounded stage_local = local.evaluate(stage, out);
+      mine.push_back({compare_head(spot, k, end_to_end, out.dtype), compare_head(spot, k, stage_local, out.dtype)});
+      if (references) {  // each head writes its own slice: no two threads share elements
+        OutputReferences& refs = (*references)[i];
+        set_head(refs.end_to_end, b, h, end_to_end.value);
+        set_head(refs.end_to_end_bound, b, h, end_to_end.bound);
+        set_head(refs.local, b, h, stage_local.value);
+        set_head(refs.local_bound, b, h, stage_local.bound);
+      }
     }
   });
   for (std::size_t n = 0; n < comparable.size(); ++n) {

@@ -8,6 +8,13 @@
 
 namespace fc {
 
-std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run);
+// Per output, the references it was compared with, as whole FP64 tensors of its dims.
+struct OutputReferences {
+  HostTensor end_to_end, end_to_end_bound, local, local_bound;  // empty when not compared
+};
+
+// `references`, when given, receives one entry per captured output (for snapshots).
+std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
+                                           std::vector<OutputReferences>* references = nullptr);
 
 }  // namespace fc

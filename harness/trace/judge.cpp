@@ -4,7 +4,6 @@
 
 #include "core/error.h"
 #include "harness/trace/attribute.h"
-#include "harness/trace/evaluate.h"
 
 namespace fc {
 
@@ -22,30 +21,44 @@ CaseDescription describe_case(const AttentionInputs& inputs, const std::string& 
   return d;
 }
 
-CaseResult judge_case(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                      const DeviceInputs* device) {
-  const auto start = std::chrono::steady_clock::now();
+CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
+                     const TraceRun& run, std::vector<OutputReferences>* references) {
   CaseResult result;
-  result.impl = impl.name();
+  result.impl = impl;
   result.description = description;
-  if (const std::optional<std::string> why = impl.unsupported(inputs.problem)) {
-    result.verdict = Verdict::skipped;
-    result.reason = *why;
-    return result;
-  }
-  const TraceRun run = run_traced(impl, inputs, device, true);
   result.algorithm = run.graph.algorithm.describe();
+  result.descriptors = run.descriptors;
   if (!run.error.empty()) {
     result.verdict = Verdict::error;
     result.reason = run.error;
-  } else {
-    result.descriptors = run.descriptors;
-    result.outputs = evaluate_outputs(inputs, run);
-    result.divergence = attribute(inputs, run, result.outputs);
-    result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
+    return result;
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.outputs = evaluate_outputs(inputs, run, references);
+  result.divergence = attribute(inputs, run, result.outputs);
+  result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
+}
+
+Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
+                          const DeviceInputs* device, bool keep_references) {
+  const auto start = std::chrono::steady_clock::now();
+  Judged j;
+  if (const std::optional<std::string> why = impl.unsupported(inputs.problem)) {
+    j.result.impl = impl.name();
+    j.result.description = description;
+    j.result.verdict = Verdict::skipped;
+    j.result.reason = *why;
+    return j;
+  }
+  j.run = run_traced(impl, inputs, device, true);
+  j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr);
+  j.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return j;
+}
+
+CaseResult judge_case(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
+                      const DeviceInputs* device) {
+  return judge_case_keeping(impl, inputs, description, device, false).result;
 }
 
 }  // namespace fc

@@ -1,0 +1,194 @@
+// flashcore-check fixtures [DIR]: every regression fixture in DIR, checked.
+//   everywhere: the file reads (integrity), its stored references equal the FP64 reference
+//     recomputed now (to 1e-12), and replaying its captured run gives the recorded verdict
+//     and first divergence (stage output, cause, element);
+//   with a GPU: every implementation runs live on the fixture's inputs; the captured one
+//     (with the fixture's fault, if any) must diverge the same way, the others as a clean
+//     implementation must (pass, or the recorded cause when the inputs themselves are bad).
+// DIR/MANIFEST lists the fixtures and what each records; it must agree with the files.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "harness/cli/commands.h"
+#include "harness/io/snapshot.h"
+#include "harness/io/text_output.h"
+#include "harness/trace/judge.h"
+#include "kernels/common/device_inputs.h"
+#include "reports/table.h"
+#include "stages/device_info.h"
+
+namespace fc {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ManifestLine {
+  std::string file, impl, fault, verdict, output, cause;
+};
+
+std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+ManifestLine manifest_line(const std::string& file, const Snapshot& s) {
+  const std::optional<Divergence>& d = s.recorded.divergence;
+  return {file, s.impl, dash(s.fault), verdict_name(s.recorded.verdict), d ? d->output : "-", d ? d->cause : "-"};
+}
+
+std::string format(const ManifestLine& m) {
+  return m.file + " " + m.impl + " " + m.fault + " " + m.verdict + " " + m.output + " " + m.cause;
+}
+
+std::vector<std::string> fixture_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".h5") files.push_back(e.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::map<std::string, std::string> read_manifest(const std::string& path) {
+  std::map<std::string, std::string> lines;
+  std::ifstream in(path);
+  if (!in) return lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    lines[line.substr(0, line.find(' '))] = line;
+  }
+  return lines;
+}
+
+// Largest relative difference between a stored reference and the one computed now.
+double reference_drift(const Snapshot& s, const std::vector<OutputReferences>& now, const H5Reader& in) {
+  double drift = 0;
+  for (std::size_t i = 0; i < s.run.captured.size(); ++i) {
+    const std::string name = s.run.graph.stages[s.run.captured[i].stage].output_name(s.run.captured[i].output);
+    const std::string object = "/stages/" + name + "/reference";
+    if (now[i].end_to_end.empty() || !in.exists(object)) continue;
+    const HostTensor stored = in.read_tensor(object);
+    if (stored.dims() != now[i].end_to_end.dims()) throw file_error(in.path(), object + ": shape differs from the stage's");
+    double scale = 1;
+    for (std::int64_t e = 0; e < stored.numel(); ++e) {
+      if (std::isfinite(stored.get(e))) scale = std::max(scale, std::fabs(stored.get(e)));
+    }
+    for (std::int64_t e = 0; e < stored.numel(); ++e) {
+      const double x = stored.get(e), y = now[i].end_to_end.get(e);
+      if (x == y) continue;
+      drift = std::max(drift, std::isfinite(x) && std::isfinite(y) ? std::fabs(x - y) / scale : INFINITY);
+    }
+  }
+  return drift;
+}
+
+bool same_divergence(const std::optional<Divergence>& a, const std::optional<Divergence>& b, bool with_index) {
+  if (!a || !b) return !a && !b;
+  return a->output == b->output && a->cause == b->cause && (!with_index || a->index == b->index);
+}
+
+std::string outcome(const CaseResult& r) {
+  std::string s = verdict_name(r.verdict);
+  if (r.divergence) s += " at " + r.divergence->output + " " + index_string(r.divergence->index) + " (" + r.divergence->cause + ")";
+  if (!r.reason.empty()) s += " (" + r.reason + ")";
+  return s;
+}
+
+struct Tally {
+  std::vector<JunitCase> junit;
+  std::vector<CaseResult> results;
+  int failed = 0;
+
+  void add(const std::string& fixture, const std::string& check, bool ok, const std::string& message,
+           const CaseResult* result) {
+    JunitCase c;
+    c.classname = "flashcore-check.fixtures." + fixture;
+    c.name = check;
+    c.status = ok ? JunitCase::Status::passed : JunitCase::Status::failed;
+    c.message = message;
+    if (result) {
+      std::ostringstream details;
+      write_case_table(details, *result);
+      c.details = details.str();
+      c.seconds = result->seconds;
+      results.push_back(*result);
+    }
+    junit.push_back(c);
+    failed += ok ? 0 : 1;
+    std::cout << "  " << (ok ? "ok    " : "FAIL  ") << check << ": " << message << "\n";
+  }
+};
+
+}  // namespace
+
+int run_fixtures(const FixturesCommand& command) {
+  const std::vector<std::string> files = fixture_files(command.dir);
+  if (files.empty()) throw file_error(command.dir, "no fixtures (*.h5)");
+  const std::string manifest_path = (fs::path(command.dir) / "MANIFEST").string();
+  const std::map<std::string, std::string> manifest = read_manifest(manifest_path);
+  const DeviceInfo device = device_info();
+  std::vector<std::string> new_manifest{"# file impl fault verdict first-divergence cause (flashcore-check fixtures --write-manifest)"};
+  Tally tally;
+  for (const std::string& file : files) {
+    const std::string path = (fs::path(command.dir) / file).string();
+    const H5Reader reader(path);
+    const Snapshot s = read_snapshot(reader);
+    if (s.file.kind != "fixture") throw file_error(path, "kind is '" + s.file.kind + "', not a fixture");
+    std::cout << file << ": " << s.impl << (s.fault.empty() ? "" : " with " + s.fault) << ", "
+              << s.file.description.label << "\n";
+    const ManifestLine line = manifest_line(file, s);
+    new_manifest.push_back(format(line));
+    if (!command.write_manifest) {
+      const auto listed = manifest.find(file);
+      const bool agrees = listed != manifest.end() && listed->second == format(line);
+      tally.add(file, "manifest", agrees,
+                agrees ? "listed" : listed == manifest.end() ? "not in MANIFEST" : "MANIFEST says: " + listed->second,
+                nullptr);
+    }
+
+    std::vector<OutputReferences> references;
+    const CaseResult replay = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references);
+    const double drift = reference_drift(s, references, reader);
+    std::ostringstream drift_text;
+    drift_text << "stored references within " << drift << " of the recomputed ones (1e-12 allowed)";
+    tally.add(file, "reference", drift <= 1e-12, drift_text.str(), nullptr);
+    const bool replay_ok = replay.verdict == s.recorded.verdict && same_divergence(replay.divergence, s.recorded.divergence, true);
+    tally.add(file, "replay", replay_ok, "replayed " + outcome(replay) + "; recorded " + outcome(s.recorded), &replay);
+
+    if (!device.available) continue;
+    const bool input_defect = s.recorded.divergence && (s.recorded.divergence->cause == "input-nan" ||
+                                                        s.recorded.divergence->cause == "input-inf");
+    const DeviceInputs device_inputs(s.file.inputs, nullptr);
+    for (auto& impl : make_implementations()) {
+      if (!impl->on_gpu() || impl->unsupported(s.file.inputs.problem)) continue;
+      const bool captured = impl->name() == s.impl;
+      if (captured) impl->inject(s.fault);
+      const CaseResult live = judge_case(*impl, s.file.inputs, s.file.description, &device_inputs);
+      bool ok;
+      if (captured || input_defect) {
+        // The same stage output and cause (a race may move the element, so not the index).
+        ok = live.verdict == s.recorded.verdict && same_divergence(live.divergence, s.recorded.divergence, false);
+      } else {
+        ok = live.verdict == Verdict::pass;
+      }
+      tally.add(file, "live " + impl->name() + (captured && !s.fault.empty() ? " with " + s.fault : ""), ok,
+                outcome(live), &live);
+    }
+  }
+  if (command.write_manifest) {
+    write_text_file(manifest_path, [&](std::ostream& out) {
+      for (const std::string& l : new_manifest) out << l << "\n";
+    });
+    std::cout << "wrote " << manifest_path << "\n";
+  }
+  std::cout << files.size() << " fixtures, " << tally.junit.size() << " checks, " << tally.failed << " failed"
+            << (device.available ? "" : " (no CUDA device: live runs not made)") << "\n";
+  write_report_files(command.reports, command.command_line, tally.results, "fixtures", tally.junit);
+  return tally.failed > 0 ? kExitDiverged : kExitPass;
+}
+
+}  // namespace fc

@@ -1,0 +1,33 @@
+// flashcore-check replay FILE.h5: a snapshot judged again on the CPU, reported as the live
+// run was (same table, pinpoint, JSON), and set beside the verdict it recorded.
+#include <iostream>
+
+#include "harness/cli/commands.h"
+#include "harness/io/snapshot.h"
+#include "harness/trace/judge.h"
+#include "reports/table.h"
+
+namespace fc {
+
+int run_replay(const ReplayCommand& command) {
+  const Snapshot s = read_snapshot(H5Reader(command.file));
+  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run);
+  std::cout << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault)
+            << ")\n";
+  write_case_table(std::cout, result);
+  const bool same_verdict = result.verdict == s.recorded.verdict;
+  const bool same_divergence = !result.divergence == !s.recorded.divergence &&
+                               (!result.divergence || (result.divergence->output == s.recorded.divergence->output &&
+                                                       result.divergence->cause == s.recorded.divergence->cause &&
+                                                       result.divergence->index == s.recorded.divergence->index));
+  std::cout << "recorded: " << verdict_name(s.recorded.verdict);
+  if (s.recorded.divergence) {
+    std::cout << " at " << s.recorded.divergence->output << " " << index_string(s.recorded.divergence->index) << " ("
+              << s.recorded.divergence->cause << ")";
+  }
+  std::cout << (same_verdict && same_divergence ? "; the replay agrees\n" : "; the replay DIFFERS\n");
+  write_report_files(command.reports, command.command_line, {result}, "replay");
+  return result.verdict == Verdict::pass ? kExitPass : kExitDiverged;
+}
+
+}  // namespace fc

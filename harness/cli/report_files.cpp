@@ -1,0 +1,23 @@
+#include "harness/cli/report_files.h"
+
+#include "harness/io/text_output.h"
+#include "reports/json_report.h"
+#include "stages/device_info.h"
+
+namespace fc {
+
+void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
+                        const std::string& suite, std::vector<JunitCase> junit) {
+  if (!files.json.empty()) {
+    const RunInfo info{command, device_info().describe()};
+    write_text_file(files.json, [&](std::ostream& out) { write_json_report(out, info, cases); });
+  }
+  if (!files.junit.empty()) {
+    if (junit.empty()) {
+      for (const CaseResult& c : cases) junit.push_back(junit_case(c, "flashcore-check." + suite + "." + c.impl, c.description.label));
+    }
+    write_text_file(files.junit, [&](std::ostream& out) { write_junit(out, suite, junit); });
+  }
+}
+
+}  // namespace fc

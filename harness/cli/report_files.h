@@ -1,0 +1,19 @@
+#pragma once
+// The files every judging command can write beside its terminal report.
+#include <string>
+#include <vector>
+
+#include "reports/case_result.h"
+#include "reports/junit.h"
+
+namespace fc {
+
+struct ReportFiles {
+  std::string json, junit;  // empty: not written
+};
+
+// JSON of the cases; JUnit of `junit` (or, when empty, one testcase per case).
+void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
+                        const std::string& suite, std::vector<JunitCase> junit = {});
+
+}  // namespace fc

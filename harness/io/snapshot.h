@@ -1,0 +1,47 @@
+#pragma once
+// Snapshots and fixtures (docs/snapshot-format.md): one traced case of one implementation
+// in the project's HDF5 schema. Besides the header, /meta and /inputs of every file:
+//   /graph                    the stage graph: algorithm and arithmetic (attributes)
+//   /stages/<output name>/    one group per stage output, in execution order (`index`):
+//       data                  the captured tensor, in the format the kernel stored it
+//       reference, bound      the end-to-end reference and its bound (FP64)
+//       local_reference, local_bound   the stage-local ones
+//       attributes            stage, flags, comparison metrics, verdict
+//   /descriptors/<k>          each cuBLASLt call: record (JSON text), lint findings
+//   /result                   verdict, reason; /result/first_divergence
+// A fixture is a snapshot whose /result is what replaying it must reproduce.
+#include <string>
+#include <vector>
+
+#include "harness/io/case_file.h"
+#include "harness/trace/evaluate.h"
+
+namespace fc {
+
+struct SnapshotOptions {
+  std::string kind = "snapshot";       // or "fixture"
+  std::string fault;                   // the fault injected in the run, if any
+  // Outputs whose tensors are stored: empty for all, else names or stage kinds ("pv",
+  // "softmax[0]", "normalize"); the others keep their flags and metrics only.
+  std::vector<std::string> stages;
+};
+
+void write_snapshot(const std::string& path, const std::string& command, const AttentionInputs& inputs,
+                    const TraceRun& run, const CaseResult& result, const std::vector<OutputReferences>& references,
+                    const SnapshotOptions& options);
+
+struct Snapshot {
+  CaseFile file;        // kind, description, inputs
+  std::string impl, fault;
+  TraceRun run;         // graph, captures (tensors where stored), buffer names, lint findings
+  CaseResult recorded;  // verdict, reason, first divergence as written
+};
+
+// Every problem (not a snapshot, a stage group missing or malformed, a tensor of the wrong
+// shape) is one fc::Error naming the file and the object.
+Snapshot read_snapshot(const H5Reader& in);
+
+// Does an output name match a --snapshot-stages entry?
+bool stage_selected(const std::vector<std::string>& selection, const std::string& output_name);
+
+}  // namespace fc
