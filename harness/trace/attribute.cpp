@@ -100,6 +100,60 @@ std::optional<std::size_t> unchanged_since(const TraceRun& run, std::size_t i) {
   return std::nullopt;
 }
 
+// A combine whose row had a split with no key: that split's partial lse is -inf.
+bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& outputs, const Index4& at) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const OutputResult& r = outputs[i];
+    const HostTensor& t = run.captured[i].tensor;
+    if (r.quantity != Quantity::partial_lse || t.empty()) continue;
+    if (t.get((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) == -kInf) return true;
+  }
+  return false;
+}
+
+// The kernel's row as the reference's times one factor (not 1): a normalization or rescale
+// missing or applied twice. Returns the factor.
+std::optional<double> row_scale_factor(const TraceRun& run, const std::vector<OutputReferences>& references,
+                                       std::size_t i, const OutputResult& r, const Index4& at, bool stage_local) {
+  const HostTensor& kernel = run.captured[i].tensor;
+  if (i >= references.size() || r.dims.size() != 4 || kernel.empty()) return std::nullopt;
+  const HostTensor& ref = stage_local ? references[i].local : references[i].end_to_end;
+  if (ref.empty()) return std::nullopt;
+  const std::int64_t cols = r.dims[3], base = ((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) * cols;
+  double lo = kInf, hi = 0;
+  int used = 0;
+  for (std::int64_t c = 0; c < cols; ++c) {
+    const double k = kernel.get(base + c) * r.value_scale, x = ref.get(base + c);
+    if (!std::isfinite(k) || !std::isfinite(x) || std::fabs(x) < 1e-30) continue;
+    const double ratio = k / x;
+    lo = std::min(lo, ratio);
+    hi = std::max(hi, ratio);
+    ++used;
+  }
+  if (used < 2 || lo <= 0 || hi / lo > 1.001 || std::fabs(lo - 1) < 0.01) return std::nullopt;
+  return 0.5 * (lo + hi);
+}
+
+// An in-place stage (rescale, P.V with beta = 1) that read its buffer before any stage wrote
+// it. Its output then holds poison: NVIDIA arithmetic turns it into the canonical NaN, x86
+// keeps the payload (so it would look unwritten); either way the read is the cause.
+bool in_place_read_of_unwritten(Divergence& d, const TraceRun& run, std::size_t i, const OutputResult& r) {
+  const Stage& stage = run.graph.stages[run.captured[i].stage];
+  if (!stage.reads_own_output || written_before(run, i)) return false;
+  const std::string buffer = run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id));
+  if (stage.kind == StageKind::pv) {
+    d.cause = "stale-accumulator";
+    d.evidence = r.stage_name + " accumulated into '" + buffer +
+                 "' (beta = 1) before any stage wrote it, so the sum starts from stale memory (at " +
+                 at_string(d.index) + ")";
+  } else {
+    d.cause = "uninitialized-read";
+    d.evidence = r.stage_name + " read '" + buffer + "' before any stage wrote it: scaling uninitialized memory " +
+                 "gave NaN at " + at_string(d.index);
+  }
+  return true;
+}
+
 Divergence start(const OutputResult& r) {
   Divergence d;
   d.stage = r.stage_name;
@@ -110,10 +164,9 @@ Divergence start(const OutputResult& r) {
   return d;
 }
 
-void name_cause(Divergence& d, const TraceRun& run,
-                const std::vector<OutputResult>& outputs, std::size_t i, const Failure& f) {
+void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResult>& outputs,
+                const std::vector<OutputReferences>& references, std::size_t i, const Failure& f) {
   const OutputResult& r = outputs[i];
-  const Stage& stage = run.graph.stages[run.captured[i].stage];
   const double k = f.element.kernel, ref = f.element.reference;
   const bool bad_value = !std::isfinite(k) && std::isfinite(ref);
   const RowContext row = *d.row;
@@ -127,18 +180,10 @@ void name_cause(Divergence& d, const TraceRun& run,
     return;
   }
 
-  if (bad_value && stage.reads_own_output && !written_before(run, i)) {
-    const std::string buffer = run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id));
-    if (stage.kind == StageKind::pv) {
-      d.cause = "stale-accumulator";
-      d.evidence = r.stage_name + " accumulated into '" + buffer +
-                   "' (beta = 1) before any stage wrote it, so the sum starts from stale memory (" + number(k) +
-                   " at " + at_string(d.index) + ")";
-    } else {
-      d.cause = "uninitialized-read";
-      d.evidence = r.stage_name + " read '" + buffer + "' before any stage wrote it: the rescale factor times " +
-                   "uninitialized memory gave " + number(k) + " at " + at_string(d.index);
-    }
+  if (bad_value && r.kind == StageKind::combine && row_has_empty_split(run, outputs, d.index)) {
+    d.cause = "combine-empty-split";
+    d.evidence = "the combine produced " + number(k) + " at " + at_string(d.index) + ", a row with a split whose " +
+                 "every key is masked (partial lse -inf): such a split must get weight 0, and a row with no key 0";
     return;
   }
   if (bad_value && row.masked()) {
@@ -162,11 +207,14 @@ void name_cause(Divergence& d, const TraceRun& run,
                  ", and exp of more than 88.7 exceeds fp32 (is the row max subtracted before exp?)";
     return;
   }
-  if (bad_value && r.kind == StageKind::combine) {
-    d.cause = "combine-empty-split";
-    d.evidence = "the combine produced " + number(k) + " at " + at_string(d.index) +
-                 "; a split whose every key is masked has lse -inf and must get weight 0";
-    return;
+  if (std::isfinite(k)) {
+    if (const std::optional<double> factor = row_scale_factor(run, references, i, r, d.index, f.stage_local)) {
+      d.cause = "scale-mismatch";
+      d.evidence = "row " + std::to_string(d.index.row) + " of " + r.name + " (b=" + std::to_string(d.index.b) +
+                   " h=" + std::to_string(d.index.h) + ") is the reference times " + number(*factor) +
+                   ": a normalization or rescale is missing or applied twice";
+      return;
+    }
   }
   if (std::isfinite(k) && f.element.bound > 0 && std::fabs(k - ref) / f.element.bound < kPrecisionLossLimit) {
     d.cause = "precision-loss";
@@ -216,7 +264,8 @@ RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64
 }
 
 std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
-                                    const std::vector<OutputResult>& outputs) {
+                                    const std::vector<OutputResult>& outputs,
+                                    const std::vector<OutputReferences>& references) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
     const std::size_t stage = run.captured[i].stage;
@@ -251,6 +300,16 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
       return d;
     }
     const std::optional<Failure> f = failing_element(r);
+    if ((r.flags.unwritten > 0 || r.flags.nan > 0) && (!f || !std::isfinite(f->element.kernel))) {
+      d.index = f ? f->element.index : r.index_of(r.flags.unwritten > 0 ? r.flags.first_unwritten : r.flags.first_nan);
+      if (f) {
+        d.kernel = f->element.kernel;
+        d.reference = f->element.reference;
+        d.bound = f->element.bound;
+        d.stage_local = f->stage_local;
+      }
+      if (in_place_read_of_unwritten(d, run, i, r)) return d;
+    }
     if (r.flags.unwritten > 0 && (!f || !std::isfinite(f->element.kernel))) {
       d.index = r.index_of(r.flags.first_unwritten);
       d.cause = "unwritten-output";
@@ -281,7 +340,7 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
                    std::to_string(defect->at.row) + " dim " + std::to_string(defect->at.col) + ", which reaches " + r.name;
       return d;
     }
-    name_cause(d, run, outputs, i, *f);
+    name_cause(d, run, outputs, references, i, *f);
     return d;
   }
   return std::nullopt;

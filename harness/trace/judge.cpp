@@ -33,8 +33,10 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
     result.reason = run.error;
     return result;
   }
-  result.outputs = evaluate_outputs(inputs, run, references);
-  result.divergence = attribute(inputs, run, result.outputs);
+  std::vector<OutputReferences> own;
+  std::vector<OutputReferences>& refs = references ? *references : own;
+  result.outputs = evaluate_outputs(inputs, run, &refs);
+  result.divergence = attribute(inputs, run, result.outputs, refs);
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
 }

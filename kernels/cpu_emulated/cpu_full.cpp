@@ -17,6 +17,7 @@ class CpuFull final : public Implementation {
     return "CPU, unfused: fp32 scores, fp32 softmax (exp2-based exp), fp32-accumulated P.V; no GPU needed";
   }
   bool on_gpu() const override { return false; }
+  std::vector<std::string> faults() const override { return {"no-max-subtract", "masked-row-nan"}; }
 
   StageGraph stage_graph(const Problem& p) const override {
     StageGraph g;
@@ -54,7 +55,8 @@ class CpuFull final : public Implementation {
     if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(score_dims));
 
     parallel_for(heads, [&](std::int64_t bh) {
-      const emu::Softmax sm = emu::softmax(emu::read_block(*scores_, bh, s.q_len, s.kv_len), DType::f32);
+      const emu::Softmax sm = emu::softmax(emu::read_block(*scores_, bh, s.q_len, s.kv_len), DType::f32,
+                                           {!faulty("no-max-subtract"), !faulty("masked-row-nan")});
       emu::write_block(*probs_, bh, sm.p);
       emu::write_block(*max_, bh, sm.max);
       emu::write_block(*sum_, bh, sm.sum);

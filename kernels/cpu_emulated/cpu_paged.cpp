@@ -22,6 +22,9 @@ class CpuPaged final : public Implementation {
            "no GPU needed";
   }
   bool on_gpu() const override { return false; }
+  std::vector<std::string> faults() const override {
+    return {"first-page-rescale", "beta-first-page", "stale-scores", "no-max-subtract", "masked-row-nan"};
+  }
 
   StageGraph stage_graph(const Problem& p) const override {
     StageGraph g;
@@ -37,8 +40,10 @@ class CpuPaged final : public Implementation {
                           {{"", Quantity::p_tilde, p.dtype},
                            {"max", Quantity::row_max, DType::f32},
                            {"sum", Quantity::row_sum, DType::f32}}});
-      if (j > 0) g.stages.push_back({StageKind::rescale, -1, j, {{"", Quantity::rescaled_acc, DType::f32}}, true});
-      g.stages.push_back({StageKind::pv, -1, j, {{"", Quantity::acc, DType::f32}}, j > 0});
+      if (j > 0 || faulty("first-page-rescale")) {
+        g.stages.push_back({StageKind::rescale, -1, j, {{"", Quantity::rescaled_acc, DType::f32}}, true});
+      }
+      g.stages.push_back({StageKind::pv, -1, j, {{"", Quantity::acc, DType::f32}}, j > 0 || faulty("beta-first-page")});
     }
     g.stages.push_back({StageKind::normalize, -1, -1, {{"", Quantity::output, p.dtype}}});
     return g;
@@ -69,16 +74,19 @@ class CpuPaged final : public Implementation {
       const std::int64_t c0 = j * kPageWidth, c1 = std::min(s.kv_len, c0 + kPageWidth), n = c1 - c0;
       const Dims page_dims{s.batch, s.heads, s.q_len, n};
 
-      parallel_for(heads, [&](std::int64_t bh) {
-        emu::write_block(*scores_, bh, emu::qk(head_inputs(in, bh / s.heads, bh % s.heads), c0, c1, DType::f32));
-      });
+      if (!(faulty("stale-scores") && j == 1)) {  // stale-scores: page 1 keeps page 0's scores
+        parallel_for(heads, [&](std::int64_t bh) {
+          emu::write_block(*scores_, bh, emu::qk(head_inputs(in, bh / s.heads, bh % s.heads), c0, c1, DType::f32));
+        });
+      }
       if (ctx.tap) ctx.tap->capture(stage, 0, scores_->view(page_dims));
       ++stage;
 
       parallel_for(heads, [&](std::int64_t bh) {
         const MatrixR prev_max = j == 0 ? MatrixR::Constant(s.q_len, 1, -INFINITY) : emu::read_block(*max_, bh, s.q_len, 1);
         const MatrixR prev_sum = j == 0 ? MatrixR::Zero(s.q_len, 1) : emu::read_block(*sum_, bh, s.q_len, 1);
-        const emu::OnlineSoftmax os = emu::online_softmax(emu::read_block(*scores_, bh, s.q_len, n), prev_max, prev_sum, io);
+        const emu::OnlineSoftmax os = emu::online_softmax(emu::read_block(*scores_, bh, s.q_len, n), prev_max, prev_sum,
+                                                          io, {!faulty("no-max-subtract"), !faulty("masked-row-nan")});
         emu::write_block(*p_tilde_, bh, os.p_tilde);
         emu::write_block(*max_, bh, os.max);
         emu::write_block(*sum_, bh, os.sum);
@@ -91,7 +99,7 @@ class CpuPaged final : public Implementation {
       }
       ++stage;
 
-      if (j > 0) {
+      if (j > 0 || faulty("first-page-rescale")) {  // the fault rescales the unwritten accumulator of page 0
         parallel_for(heads, [&](std::int64_t bh) {
           MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
           const MatrixR r = emu::read_block(*rescale_, bh, s.q_len, 1);
@@ -109,8 +117,9 @@ class CpuPaged final : public Implementation {
       parallel_for(heads, [&](std::int64_t bh) {
         const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads).middleRows(c0, n);
         const MatrixR pt = emu::read_block(*p_tilde_, bh, s.q_len, n);
-        const MatrixR acc = j == 0 ? MatrixR() : emu::read_block(*acc_, bh, s.q_len, s.head_dim);
-        emu::write_block(*acc_, bh, emu::pv(pt, v, j == 0 ? nullptr : &acc, io, DType::f32));
+        const bool accumulate = j > 0 || faulty("beta-first-page");  // the fault adds page 0 to stale memory
+        const MatrixR acc = accumulate ? emu::read_block(*acc_, bh, s.q_len, s.head_dim) : MatrixR();
+        emu::write_block(*acc_, bh, emu::pv(pt, v, accumulate ? &acc : nullptr, io, DType::f32));
       });
       if (ctx.tap) ctx.tap->capture(stage, 0, acc_->view(acc_dims));
       ++stage;

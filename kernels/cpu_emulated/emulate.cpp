@@ -11,6 +11,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float fast_exp(float x) { return std::exp2f(x * 1.44269504088896341f); }
 double store(DType t, float x) { return round_to(t, x); }
+// The origin exponentials are taken from: the max, or 0 without max subtraction (a fault).
+// For a row with no key the guard skips the row; the fault lets exp(-inf - (-inf)) happen.
+float origin(float m, SoftmaxFaults f) { return f.subtract_max ? m : 0.0f; }
 }  // namespace
 
 MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out) {
@@ -29,16 +32,17 @@ MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, D
   return s;
 }
 
-Softmax softmax(const MatrixR& scores, DType out) {
+Softmax softmax(const MatrixR& scores, DType out, SoftmaxFaults faults) {
   Softmax r{MatrixR::Zero(scores.rows(), scores.cols()), MatrixR(scores.rows(), 1), MatrixR(scores.rows(), 1)};
   for (Eigen::Index i = 0; i < scores.rows(); ++i) {
-    float m = kNegInf;
-    for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::max(m, static_cast<float>(scores(i, j)));
-    r.max(i, 0) = m;
-    if (m == kNegInf) {
+    float top = kNegInf;
+    for (Eigen::Index j = 0; j < scores.cols(); ++j) top = std::max(top, static_cast<float>(scores(i, j)));
+    r.max(i, 0) = top;
+    if (top == kNegInf && faults.guard_masked) {
       r.sum(i, 0) = 0;
       continue;
     }
+    const float m = origin(top, faults);
     float l = 0;
     for (Eigen::Index j = 0; j < scores.cols(); ++j) l += fast_exp(static_cast<float>(scores(i, j)) - m);
     r.sum(i, 0) = l;
@@ -49,22 +53,23 @@ Softmax softmax(const MatrixR& scores, DType out) {
   return r;
 }
 
-OnlineSoftmax online_softmax(const MatrixR& s, const MatrixR& prev_max, const MatrixR& prev_sum, DType out) {
+OnlineSoftmax online_softmax(const MatrixR& s, const MatrixR& prev_max, const MatrixR& prev_sum, DType out,
+                             SoftmaxFaults faults) {
   OnlineSoftmax r{MatrixR::Zero(s.rows(), s.cols()), MatrixR(s.rows(), 1), MatrixR(s.rows(), 1), MatrixR(s.rows(), 1)};
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
     const float mp = static_cast<float>(prev_max(i, 0));
     float mn = mp;
     for (Eigen::Index j = 0; j < s.cols(); ++j) mn = std::max(mn, static_cast<float>(s(i, j)));
     r.max(i, 0) = mn;
-    if (mn == kNegInf) {
+    if (mn == kNegInf && faults.guard_masked) {
       r.sum(i, 0) = 0;
       r.rescale(i, 0) = 0;
       continue;
     }
-    const float rr = mp == kNegInf ? 0.0f : fast_exp(mp - mn);
+    const float rr = !faults.subtract_max ? 1.0f : (mp == kNegInf && faults.guard_masked ? 0.0f : fast_exp(mp - mn));
     float l = rr * static_cast<float>(prev_sum(i, 0));
     for (Eigen::Index j = 0; j < s.cols(); ++j) {
-      const float pt = fast_exp(static_cast<float>(s(i, j)) - mn);
+      const float pt = fast_exp(static_cast<float>(s(i, j)) - origin(mn, faults));
       r.p_tilde(i, j) = store(out, pt);
       l += static_cast<float>(r.p_tilde(i, j));  // summed as stored, as the GEMM operand
     }

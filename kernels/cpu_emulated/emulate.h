@@ -9,17 +9,24 @@
 
 namespace fc::emu {
 
+// Fault injection in the emulated softmax (docs/faults.md); both true on the clean path.
+struct SoftmaxFaults {
+  bool subtract_max = true;  // no-max-subtract
+  bool guard_masked = true;  // masked-row-nan
+};
+
 MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out);
 
 struct Softmax {
   MatrixR p, max, sum;
 };
-Softmax softmax(const MatrixR& scores, DType out);
+Softmax softmax(const MatrixR& scores, DType out, SoftmaxFaults faults = {});
 
 struct OnlineSoftmax {
   MatrixR p_tilde, max, sum, rescale;
 };
-OnlineSoftmax online_softmax(const MatrixR& scores_tile, const MatrixR& prev_max, const MatrixR& prev_sum, DType out);
+OnlineSoftmax online_softmax(const MatrixR& scores_tile, const MatrixR& prev_max, const MatrixR& prev_sum, DType out,
+                             SoftmaxFaults faults = {});
 
 MatrixR rescale(const MatrixR& acc, const MatrixR& prev_max, const MatrixR& new_max, DType out);
 MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out);

@@ -31,6 +31,7 @@ class FlashSplitKv final : public Implementation {
            "combine; D 64 and 128";
   }
   bool on_gpu() const override { return true; }
+  std::vector<std::string> faults() const override { return {"splitk-partial-scale", "combine-empty-split"}; }
   std::optional<std::string> unsupported(const Problem& p) const override {
     if (!flash_supports_head_dim(static_cast<int>(p.shape.head_dim))) return "head dim must be 64 or 128";
     return std::nullopt;
@@ -56,6 +57,7 @@ class FlashSplitKv final : public Implementation {
     params.partial_lse = partial_lse_->as<float>();
     params.splits = static_cast<int>(l.algorithm.splits);
     params.tiles_per_split = static_cast<int>(l.tiles_per_split);
+    params.partial_unnormalized = faulty("splitk-partial-scale");
     FlashVariant variant;
     variant.split = true;
     if (ctx.tap) {
@@ -65,7 +67,8 @@ class FlashSplitKv final : public Implementation {
     }
     launch_flash_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
     launch_combine(partial_out_->as<float>(), partial_lse_->as<float>(), params.splits,
-                   s.batch * s.heads * s.q_len, static_cast<int>(s.head_dim), p.dtype, out_->data, ctx.stream);
+                   s.batch * s.heads * s.q_len, static_cast<int>(s.head_dim), p.dtype, out_->data,
+                   !faulty("combine-empty-split"), ctx.stream);
     if (ctx.tap) capture_fused(*ctx.tap, stage_graph(p), s, l, trace_, {out_, partial_out_, partial_lse_});
   }
 

@@ -14,13 +14,16 @@ class Naive final : public Implementation {
     return "GPU, three plain kernels: fp32 scores, fp32 softmax over whole rows, fp32-accumulated P.V";
   }
   bool on_gpu() const override { return true; }
+  std::vector<std::string> faults() const override { return {"fp16-scores", "no-max-subtract", "masked-row-nan"}; }
 
   StageGraph stage_graph(const Problem& p) const override {
     StageGraph g;
     g.algorithm.kind = Algorithm::Kind::full;
     g.arithmetic = nominal_arithmetic(p.dtype);
+    const DType scores = faulty("fp16-scores") ? DType::f16 : DType::f32;
+    g.arithmetic.qk.out = scores;
     g.stages = {
-        {StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
+        {StageKind::qk, -1, -1, {{"", Quantity::scores, scores, faulty("fp16-scores") ? p.scale : 1.0}}},
         {StageKind::softmax, -1, -1,
          {{"", Quantity::probs, DType::f32}, {"max", Quantity::row_max, DType::f32}, {"sum", Quantity::row_sum, DType::f32}}},
         {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}},
@@ -31,7 +34,7 @@ class Naive final : public Implementation {
   void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
     const std::int64_t rows = s.batch * s.heads * s.q_len;
-    scores_ = &ws.allocate("scores", DType::f32, rows * s.kv_len);
+    scores_ = &ws.allocate("scores", faulty("fp16-scores") ? DType::f16 : DType::f32, rows * s.kv_len);
     probs_ = &ws.allocate("probs", DType::f32, rows * s.kv_len);
     max_ = &ws.allocate("row_max", DType::f32, rows);
     sum_ = &ws.allocate("row_sum", DType::f32, rows);
@@ -44,12 +47,13 @@ class Naive final : public Implementation {
     const DeviceInputs& in = *ctx.device;
     const Dims scores{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len};
 
-    launch_naive_qk(in.q(), in.k(), p.dtype, s, static_cast<float>(p.scale), in.mask(), scores_->as<float>(),
+    const NaiveFaults faults{faulty("fp16-scores"), faulty("no-max-subtract"), faulty("masked-row-nan")};
+    launch_naive_qk(in.q(), in.k(), p.dtype, s, static_cast<float>(p.scale), in.mask(), scores_->data, faults,
                     ctx.stream);
     if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(scores));
 
-    launch_naive_softmax(scores_->as<float>(), s, probs_->as<float>(), max_->as<float>(), sum_->as<float>(),
-                         ctx.stream);
+    launch_naive_softmax(scores_->data, static_cast<float>(p.scale), s, probs_->as<float>(), max_->as<float>(),
+                         sum_->as<float>(), faults, ctx.stream);
     if (ctx.tap) {
       ctx.tap->capture(1, 0, probs_->view(scores));
       ctx.tap->capture(1, 1, max_->view(rows));

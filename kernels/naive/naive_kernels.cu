@@ -11,9 +11,10 @@ constexpr int kTile = 32;
 constexpr int kRowsPerThread = 4;  // block 32 x 8, each thread 4 rows of the 32 x 32 tile
 constexpr float kNegInf = -__builtin_huge_valf();
 
-template <class T>
-__global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int heads, float scale, DeviceMask mask,
-                          float* scores) {
+template <class T, class S>
+// scores = acc * scale + mask * bias_scale (bias_scale = 1, or 1/scale for scores stored unscaled).
+__global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int heads, float scale, float bias_scale,
+                          DeviceMask mask, S* scores) {
   __shared__ float qs[kTile][kTile + 1], ks[kTile][kTile + 1];
   const int bh = blockIdx.z, b = bh / heads, h = bh % heads;
   const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile, tx = threadIdx.x, ty = threadIdx.y;
@@ -40,7 +41,8 @@ __global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int hea
   for (int u = 0; u < kRowsPerThread; ++u) {
     const int i = i0 + ty + u * blockDim.y;
     if (i < sq && j < sk) {
-      scores[(static_cast<size_t>(bh) * sq + i) * sk + j] = acc[u] * scale + device_mask_bias(mask, b, h, i, j);
+      scores[(static_cast<size_t>(bh) * sq + i) * sk + j] =
+          from_float<S>(acc[u] * scale + device_mask_bias(mask, b, h, i, j) * bias_scale);
     }
   }
 }
@@ -54,32 +56,36 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
-// One warp per row.
-__global__ void softmax_kernel(const float* scores, long long rows, int sk, float* probs, float* row_max,
-                               float* row_sum) {
+// One warp per row; `scale` turns a stored score into a score (1 unless the fp16-scores fault
+// stored them unscaled).
+template <class S>
+__global__ void softmax_kernel(const S* scores, float scale, long long rows, int sk, float* probs, float* row_max,
+                               float* row_sum, NaiveFaults faults) {
   const long long row = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
   if (row >= rows) return;
   const int lane = threadIdx.x;
-  const float* s = scores + row * sk;
+  const S* sr = scores + row * sk;
+  auto s = [&](int j) { return to_float(sr[j]) * scale; };
   float* p = probs + row * sk;
-  float m = kNegInf;
-  for (int j = lane; j < sk; j += 32) m = fmaxf(m, s[j]);
-  m = warp_max(m);
-  if (m == kNegInf) {  // fully masked row: probabilities 0 by the reference convention
+  float top = kNegInf;
+  for (int j = lane; j < sk; j += 32) top = fmaxf(top, s(j));
+  top = warp_max(top);
+  const float m = faults.no_max_subtract ? 0.0f : top;
+  if (top == kNegInf && !faults.masked_row_nan) {  // fully masked row: probabilities 0 by the reference convention
     for (int j = lane; j < sk; j += 32) p[j] = 0.0f;
     if (lane == 0) {
-      row_max[row] = m;
+      row_max[row] = top;
       row_sum[row] = 0.0f;
     }
     return;
   }
   float l = 0;
-  for (int j = lane; j < sk; j += 32) l += expf(s[j] - m);
+  for (int j = lane; j < sk; j += 32) l += expf(s(j) - m);
   l = warp_sum(l);
   const float inv = 1.0f / l;
-  for (int j = lane; j < sk; j += 32) p[j] = expf(s[j] - m) * inv;
+  for (int j = lane; j < sk; j += 32) p[j] = expf(s(j) - m) * inv;
   if (lane == 0) {
-    row_max[row] = m;
+    row_max[row] = top;
     row_sum[row] = l;
   }
 }
@@ -122,27 +128,40 @@ const dim3 kTileBlock(kTile, kTile / kRowsPerThread);
 }  // namespace
 
 void launch_naive_qk(const void* q, const void* k, DType dtype, const Shape& s, float scale, const DeviceMask& mask,
-                     float* scores, cudaStream_t stream) {
+                     void* scores, NaiveFaults faults, cudaStream_t stream) {
   const dim3 grid = tile_grid(s.kv_len, s.q_len, s.batch * s.heads);
   const int sq = static_cast<int>(s.q_len), sk = static_cast<int>(s.kv_len), d = static_cast<int>(s.head_dim);
   const int heads = static_cast<int>(s.heads);
+  auto launch = [&](auto* qt, auto* kt) {
+    if (faults.fp16_scores) {  // q.k before the scale, in fp16: it overflows past 65504
+      qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, 1.0f, 1.0f / scale, mask,
+                                                 static_cast<__half*>(scores));
+    } else {
+      qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, scale, 1.0f, mask,
+                                                 static_cast<float*>(scores));
+    }
+  };
   if (dtype == DType::f16) {
-    qk_kernel<<<grid, kTileBlock, 0, stream>>>(static_cast<const __half*>(q), static_cast<const __half*>(k), sq, sk, d,
-                                               heads, scale, mask, scores);
+    launch(static_cast<const __half*>(q), static_cast<const __half*>(k));
   } else {
-    qk_kernel<<<grid, kTileBlock, 0, stream>>>(static_cast<const __nv_bfloat16*>(q),
-                                               static_cast<const __nv_bfloat16*>(k), sq, sk, d, heads, scale, mask,
-                                               scores);
+    launch(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k));
   }
   FC_CUDA_LAUNCH();
 }
 
-void launch_naive_softmax(const float* scores, const Shape& s, float* probs, float* row_max, float* row_sum,
-                          cudaStream_t stream) {
+void launch_naive_softmax(const void* scores, float scale, const Shape& s, float* probs, float* row_max, float* row_sum,
+                          NaiveFaults faults, cudaStream_t stream) {
   const long long rows = s.batch * s.heads * s.q_len;
   constexpr int kRowsPerBlock = 8;
-  softmax_kernel<<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), dim3(32, kRowsPerBlock), 0,
-                   stream>>>(scores, rows, static_cast<int>(s.kv_len), probs, row_max, row_sum);
+  const unsigned grid = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  const int sk = static_cast<int>(s.kv_len);
+  if (faults.fp16_scores) {
+    softmax_kernel<<<grid, dim3(32, kRowsPerBlock), 0, stream>>>(static_cast<const __half*>(scores), scale, rows, sk,
+                                                                 probs, row_max, row_sum, faults);
+  } else {
+    softmax_kernel<<<grid, dim3(32, kRowsPerBlock), 0, stream>>>(static_cast<const float*>(scores), 1.0f, rows, sk,
+                                                                 probs, row_max, row_sum, faults);
+  }
   FC_CUDA_LAUNCH();
 }
 

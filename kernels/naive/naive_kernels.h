@@ -7,12 +7,19 @@
 
 namespace fc {
 
-// scores [B,H,Sq,Sk] fp32 = scale q k^T + mask.
+// Fault injection (docs/faults.md), all off on the clean path.
+struct NaiveFaults {
+  bool fp16_scores = false;      // scores stored in fp16 before the scale
+  bool no_max_subtract = false;  // exp(s) without the row max
+  bool masked_row_nan = false;   // no guard for a row with no key
+};
+
+// scores [B,H,Sq,Sk] = scale q k^T + mask, fp32 (fp16 and unscaled with fp16_scores).
 void launch_naive_qk(const void* q, const void* k, DType dtype, const Shape& s, float scale, const DeviceMask& mask,
-                     float* scores, cudaStream_t stream);
+                     void* scores, NaiveFaults faults, cudaStream_t stream);
 // probs [B,H,Sq,Sk], row max and row sum [B,H,Sq], all fp32; a fully masked row gives 0s.
-void launch_naive_softmax(const float* scores, const Shape& s, float* probs, float* row_max, float* row_sum,
-                          cudaStream_t stream);
+void launch_naive_softmax(const void* scores, float scale, const Shape& s, float* probs, float* row_max, float* row_sum,
+                          NaiveFaults faults, cudaStream_t stream);
 // out [B,H,Sq,D] in the input format = probs v.
 void launch_naive_pv(const float* probs, const void* v, DType dtype, const Shape& s, void* out, cudaStream_t stream);
 

@@ -267,7 +267,10 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
   for (int r = 0; r < 2; ++r) {
     const int row = row_of[r];
     if (row >= p.q_len) continue;
-    const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+    float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+    if constexpr (kSplit) {
+      if (p.partial_unnormalized) inv = 1.0f;
+    }
     const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
     if constexpr (kSplit) {
       float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;

@@ -34,6 +34,9 @@ struct FlashParams {
   float* partial_out = nullptr;     // [split][B,H,Sq,D], normalized within the split
   float* partial_lse = nullptr;     // [split][B,H,Sq], natural log, -inf for an empty split
   int splits = 1, tiles_per_split = 0;
+  // Fault injection (splitk-partial-scale): partial outputs written without dividing by
+  // their sum, while their lse still includes it. One uniform branch in the epilogue.
+  bool partial_unnormalized = false;
 
   FlashTrace trace;
 };

@@ -18,6 +18,7 @@ class WmmaFused final : public Implementation {
            "online softmax in registers; D 64 and 128";
   }
   bool on_gpu() const override { return true; }
+  std::vector<std::string> faults() const override { return {"missing-sync"}; }
   std::optional<std::string> unsupported(const Problem& p) const override {
     if (!flash_supports_head_dim(static_cast<int>(p.shape.head_dim))) return "head dim must be 64 or 128";
     return std::nullopt;
@@ -41,7 +42,7 @@ class WmmaFused final : public Implementation {
     params.out = out_->data;
     params.tiles_per_split = static_cast<int>(layout.tiles_per_split);
     FlashVariant variant;
-    variant.missing_sync = missing_sync_;
+    variant.missing_sync = faulty("missing-sync");
     if (ctx.tap) {
       variant.trace = true;
       params.trace = {trace_.scores->as<float>(), trace_.p_tilde->as<float>(), trace_.row_max->as<float>(),
@@ -50,8 +51,6 @@ class WmmaFused final : public Implementation {
     launch_flash_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
     if (ctx.tap) capture_fused(*ctx.tap, stage_graph(p), s, layout, trace_, {out_, nullptr, nullptr});
   }
-
-  bool missing_sync_ = false;  // fault injection: see flash_forward.cuh
 
  private:
   Buffer* out_ = nullptr;
