@@ -12,7 +12,7 @@
 #include "reference/attention.h"
 #include "reference/compare.h"
 #include "kernels/cpu_emulated/emulate.h"
-#include "support/random_cases.h"
+#include "harness/random_cases.h"
 
 namespace fc {
 namespace {
@@ -42,7 +42,7 @@ class Observations {
 
 Bounded exact(const MatrixR& m, DType format) { return Bounded::exact(m, format); }
 
-ChainArithmetic arithmetic_of(const test::RandomCase& c) {
+ChainArithmetic arithmetic_of(const RandomCase& c) {
   ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
   a.qk.out = c.score_format;
   a.softmax.out = c.p_format;
@@ -51,7 +51,7 @@ ChainArithmetic arithmetic_of(const test::RandomCase& c) {
   return a;
 }
 
-void observe_full(const test::RandomCase& c, const HeadInputs& in, Observations& obs) {
+void observe_full(const RandomCase& c, const HeadInputs& in, Observations& obs) {
   const ChainArithmetic a = arithmetic_of(c);
   const FullReference e2e = full_reference(in, a);
   const MatrixR s = emu::qk(in, 0, in.k.rows(), c.score_format);
@@ -74,7 +74,7 @@ struct BlockedEmulation {
   MatrixR out, lse;
 };
 
-BlockedEmulation observe_blocked(const test::RandomCase& c, const HeadInputs& in, std::int64_t begin,
+BlockedEmulation observe_blocked(const RandomCase& c, const HeadInputs& in, std::int64_t begin,
                                  std::int64_t end, const ChainArithmetic& a, const std::string& prefix,
                                  const BlockedReference& e2e, Observations& obs) {
   const Eigen::Index rows = in.q.rows();
@@ -122,14 +122,14 @@ BlockedEmulation observe_blocked(const test::RandomCase& c, const HeadInputs& in
   return r;
 }
 
-void observe_paged(const test::RandomCase& c, const HeadInputs& in, Observations& obs) {
+void observe_paged(const RandomCase& c, const HeadInputs& in, Observations& obs) {
   ChainArithmetic a = arithmetic_of(c);
   a.pv.out = DType::f32;  // the running accumulator is fp32; normalize writes the output format
   const BlockedReference e2e = blocked_reference(in, 0, in.k.rows(), c.tile_width, a);
   observe_blocked(c, in, 0, in.k.rows(), a, "", e2e, obs);
 }
 
-void observe_split(const test::RandomCase& c, const HeadInputs& in, Observations& obs) {
+void observe_split(const RandomCase& c, const HeadInputs& in, Observations& obs) {
   ChainArithmetic a = arithmetic_of(c);
   a.pv.out = DType::f32;
   a.normalize.out = DType::f32;  // partial outputs in fp32, the combine writes the output format
@@ -150,7 +150,7 @@ void observe_split(const test::RandomCase& c, const HeadInputs& in, Observations
   obs.add("combine (local)", combined, eval_combine(outs_exact, lses_exact, a.combine), a.combine.out);
 }
 
-std::vector<Observed> observe_case(const test::RandomCase& c) {
+std::vector<Observed> observe_case(const RandomCase& c) {
   const AttentionInputs inputs = generate_inputs(c.spec);
   std::vector<Observed> all;
   for (std::int64_t b = 0; b < c.spec.shape.batch; ++b) {
@@ -166,7 +166,7 @@ std::vector<Observed> observe_case(const test::RandomCase& c) {
   return all;
 }
 
-std::string describe_failure(const test::RandomCase& c, const Observed& o, const Metrics& m) {
+std::string describe_failure(const RandomCase& c, const Observed& o, const Metrics& m) {
   std::ostringstream s;
   s.precision(17);
   const ElementReport& e = *m.first_failure;
@@ -193,7 +193,7 @@ TEST_CASE("on 1000 random cases the emulation stays within every bound and a 4x 
   std::int64_t checked = 0;
   int caught = 0;
   for (std::uint64_t seed = 1; seed <= 1000; ++seed) {
-    const test::RandomCase c = test::random_case(seed);
+    const RandomCase c = random_case(seed);
     std::vector<Observed> all = observe_case(c);
 
     // (a) Within bound: every element of every stage output, end to end and stage-local.

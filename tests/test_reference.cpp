@@ -7,7 +7,7 @@
 #include "catch.h"
 #include "harness/inputs.h"
 #include "reference/attention.h"
-#include "support/random_cases.h"
+#include "harness/random_cases.h"
 
 namespace fc {
 namespace {
@@ -163,7 +163,7 @@ TEST_CASE("key padding masks keys at and past each batch's length", "[reference]
 
 TEST_CASE("blocked online softmax equals the full softmax to 1e-12 at every tile width", "[reference]") {
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
-    const test::RandomCase c = test::random_case(seed);
+    const RandomCase c = random_case(seed);
     const AttentionInputs inputs = generate_inputs(c.spec);
     const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
     for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {
@@ -188,7 +188,7 @@ TEST_CASE("blocked online softmax equals the full softmax to 1e-12 at every tile
 
 TEST_CASE("split-KV partials combined by log-sum-exp equal the full output to 1e-12", "[reference]") {
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
-    const test::RandomCase c = test::random_case(seed);
+    const RandomCase c = random_case(seed);
     const AttentionInputs inputs = generate_inputs(c.spec);
     const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
     for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {

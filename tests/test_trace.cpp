@@ -8,7 +8,7 @@
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/emulate.h"
 #include "reference/attention.h"
-#include "support/random_cases.h"
+#include "harness/random_cases.h"
 
 namespace fc {
 namespace {
@@ -144,7 +144,7 @@ TEST_CASE("the CPU implementations pass the trace on 100 random cases", "[trace]
   impls.push_back(make_implementation("cpu-emulated"));
   impls.push_back(make_implementation("cpu-emulated-paged"));
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
-    const CaseSpec spec = test::random_case(seed).spec;
+    const CaseSpec spec = random_case(seed).spec;
     for (auto& impl : impls) {
       const CaseResult r = judge(*impl, spec);
       INFO(impl->name() << " " << spec.label() << ": " << (r.divergence ? r.divergence->evidence : r.reason));

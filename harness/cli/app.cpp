@@ -85,6 +85,18 @@ int run_cli(int argc, char** argv) {
   diff_cmd->add_option("a", diff.a, "the snapshot before")->required()->check(CLI::ExistingFile);
   diff_cmd->add_option("b", diff.b, "the snapshot after")->required()->check(CLI::ExistingFile);
 
+  FaultsCommand faults;
+  faults.command_line = trace.command_line;
+  CLI::App* faults_cmd = app.add_subcommand(
+      "faults", "the detection matrix: every planted fault found at the right stage, element and cause");
+  faults_cmd->add_option("--fault", faults.faults, "only these faults (list shows them)");
+  faults_cmd->add_option("--impl", faults.impls, "only these implementations");
+  faults_cmd->add_option("--sweep", faults.sweep, "also run N clean random cases through every implementation");
+  faults_cmd->add_option("--snapshots", faults.snapshots, "write each faulty run as a fixture into DIR")
+      ->check(CLI::ExistingDirectory);
+  faults_cmd->add_option("--json", faults.reports.json, "also write JSON to FILE");
+  faults_cmd->add_option("--junit", faults.reports.junit, "also write JUnit XML to FILE");
+
   FixturesCommand fixtures;
   fixtures.command_line = trace.command_line;
   CLI::App* fixtures_cmd = app.add_subcommand(
@@ -131,6 +143,7 @@ int run_cli(int argc, char** argv) {
     if (describe_cmd->parsed()) return run_describe(describe);
     if (replay_cmd->parsed()) return run_replay(replay);
     if (diff_cmd->parsed()) return run_diff(diff);
+    if (faults_cmd->parsed()) return run_faults(faults);
     if (fixtures_cmd->parsed()) {
       if (fixtures.dir.empty()) fixtures.dir = "fixtures";
       return run_fixtures(fixtures);

@@ -48,6 +48,15 @@ struct FixturesCommand {
 };
 int run_fixtures(const FixturesCommand& command);
 
+struct FaultsCommand {
+  std::vector<std::string> faults, impls;
+  int sweep = 0;          // clean random cases after the matrix
+  std::string snapshots;  // write each faulty run as a fixture into this folder
+  ReportFiles reports;
+  std::string command_line;
+};
+int run_faults(const FaultsCommand& command);
+
 struct ReferenceCommand {
   std::string input;
   std::string out;

@@ -112,6 +112,7 @@ int run_trace(const TraceCommand& command) {
         options.kind = command.fixture ? "fixture" : "snapshot";
         options.fault = impl->injected();
         options.stages = command.snapshot_stages;
+        options.final_reference_only = command.fixture;
         write_snapshot(path, command.command_line, inputs, judged.run, judged.result, judged.references, options);
         std::cout << "  snapshot: " << path << "\n\n";
       }

@@ -296,7 +296,8 @@ void write_snapshot(const std::string& path, const std::string& command, const A
     if (keep) {
       out.write_tensor(o + "/data", c.tensor);
       const OutputReferences& refs = references.at(i);
-      if (!refs.end_to_end.empty()) {
+      const bool final_output = i + 1 == run.captured.size();
+      if (!refs.end_to_end.empty() && (final_output || !options.final_reference_only)) {
         out.write_tensor(o + "/reference", refs.end_to_end);
         out.write_tensor(o + "/bound", refs.end_to_end_bound);
         out.write_tensor(o + "/local_reference", refs.local);

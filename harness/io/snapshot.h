@@ -24,6 +24,9 @@ struct SnapshotOptions {
   // Outputs whose tensors are stored: empty for all, else names or stage kinds ("pv",
   // "softmax[0]", "normalize"); the others keep their flags and metrics only.
   std::vector<std::string> stages;
+  // Store the reference tensors of the final output only (fixtures: the expected result;
+  // replay recomputes every reference anyway). Otherwise of every stored output.
+  bool final_reference_only = false;
 };
 
 void write_snapshot(const std::string& path, const std::string& command, const AttentionInputs& inputs,

@@ -3,7 +3,7 @@
 #include "catch.h"
 #include "harness/trace/judge.h"
 #include "kernels/common/device_inputs.h"
-#include "support/random_cases.h"
+#include "harness/random_cases.h"
 
 namespace fc {
 namespace {
@@ -12,7 +12,7 @@ void require_passes_200_cases(const std::string& name) {
   REQUIRE(impl);
   int passed = 0, ran = 0;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
-    const CaseSpec spec = test::random_case(seed, false).spec;
+    const CaseSpec spec = random_case(seed, false).spec;
     const AttentionInputs in = generate_inputs(spec);
     const DeviceInputs device(in, nullptr);
     const CaseResult r = judge_case(*impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device);

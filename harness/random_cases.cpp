@@ -1,10 +1,10 @@
-#include "support/random_cases.h"
+#include "harness/random_cases.h"
 
 #include <vector>
 
 #include "core/rng.h"
 
-namespace fc::test {
+namespace fc {
 namespace {
 template <class T>
 const T& pick(Rng& rng, const std::vector<T>& options) {
@@ -39,4 +39,4 @@ RandomCase random_case(std::uint64_t seed, bool small) {
   return c;
 }
 
-}  // namespace fc::test
+}  // namespace fc

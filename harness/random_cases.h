@@ -1,11 +1,12 @@
 #pragma once
-// Seeded random cases for sweeps: mixed shapes (S not a multiple of any tile), masks,
-// distributions, input dtypes, and the formats a kernel may store each stage in.
+// Seeded random cases for sweeps (the bound tests, the clean sweep of `flashcore-check
+// faults`): mixed shapes (S not a multiple of any tile), masks, distributions, input dtypes,
+// and the formats a kernel may store each stage in.
 #include <cstdint>
 
 #include "harness/inputs.h"
 
-namespace fc::test {
+namespace fc {
 
 struct RandomCase {
   CaseSpec spec;
@@ -20,4 +21,4 @@ struct RandomCase {
 // `small` keeps shapes at unit-test size.
 RandomCase random_case(std::uint64_t seed, bool small = true);
 
-}  // namespace fc::test
+}  // namespace fc

@@ -1,0 +1,244 @@
+#include "harness/faults/catalog.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "harness/trace/stage_reference.h"
+
+namespace fc {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kFp32ExpOverflow = 88.7228;   // exp above this is +inf in fp32
+constexpr double kFp32ExpUnderflow = -103.97;  // exp below this is 0 in fp32 (past the subnormals)
+constexpr double kFp16Overflow = 65520.0;      // fp16 rounds this and above to +inf
+
+const Index4 kFirstElement{0, 0, 0, 0};
+
+CaseSpec trigger(Shape shape, const std::string& mask, const std::string& dist, std::uint64_t seed = 1) {
+  CaseSpec c;
+  c.shape = shape;
+  c.mask = mask;
+  c.dist = dist;
+  c.seed = seed;
+  return c;
+}
+
+// The first stage of `kind` in execution order (of tile `tile`, or any tile when -2).
+const Stage* first_stage(const StageGraph& g, StageKind kind, int tile = -2) {
+  for (const Stage& s : g.stages) {
+    if (s.kind == kind && (tile == -2 || s.tile == tile)) return &s;
+  }
+  return nullptr;
+}
+
+std::string first_output(const StageGraph& g, StageKind kind, int tile = -2) {
+  const Stage* s = first_stage(g, kind, tile);
+  if (!s) throw Error(std::string("fault expectation: the stage graph has no ") + stage_kind_name(kind));
+  return s->output_name(0);
+}
+
+// Visits the heads in (b, h) order with their end-to-end reference; stops at the first
+// element `fails(head map, b, h)` returns.
+std::optional<Index4> first_in_heads(const AttentionInputs& in, const StageGraph& g,
+                                     const std::function<std::optional<Index4>(const QuantityMap&, std::int64_t,
+                                                                               std::int64_t)>& fails) {
+  const Shape& s = in.problem.shape;
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t h = 0; h < s.heads; ++h) {
+      const QuantityMap map = end_to_end_reference(head_inputs(in, b, h), s, g);
+      if (std::optional<Index4> at = fails(map, b, h)) return at;
+    }
+  return std::nullopt;
+}
+
+// The first element of the first tensor (in the stages' order) for which `fails` is true.
+using ElementTest = std::function<bool(const Stage&, const Bounded& ref, const QuantityMap&, Eigen::Index row,
+                                       Eigen::Index col)>;
+
+Expectation first_failing(const AttentionInputs& in, const StageGraph& g, StageKind kind, const std::string& cause,
+                          const ElementTest& fails, Quantity quantity) {
+  for (const Stage& st : g.stages) {
+    if (st.kind != kind) continue;
+    const std::int64_t offset = stage_columns(in.problem.shape, g.algorithm, st).begin;
+    const std::optional<Index4> at = first_in_heads(in, g, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
+      const Bounded& ref = map.at({quantity, st.split, st.tile});
+      for (Eigen::Index r = 0; r < ref.value.rows(); ++r)
+        for (Eigen::Index c = 0; c < ref.value.cols(); ++c) {
+          if (fails(st, ref, map, r, c)) return std::optional<Index4>(Index4{b, h, r, offset + c});
+        }
+      return std::optional<Index4>();
+    });
+    if (at) return {st.output_name(0), cause, at};
+  }
+  return {"(no stage fails)", cause, std::nullopt};
+}
+
+// exp(x) as fp32 computes it without the max subtracted: overflow to inf, underflow to 0.
+double fp32_exp(double x) {
+  if (x > kFp32ExpOverflow) return kInf;
+  if (x < kFp32ExpUnderflow) return 0.0;
+  return std::exp(x);
+}
+
+bool differs(double kernel, double ref, double bound) {
+  if (!std::isfinite(ref)) return kernel != ref;
+  return !std::isfinite(kernel) || std::fabs(kernel - ref) > bound;
+}
+
+Expectation expect_no_max_subtract(const AttentionInputs& in, const StageGraph& g) {
+  if (g.algorithm.kind == Algorithm::Kind::full) {
+    // p = exp(s) / sum exp(s): equal to softmax unless an exp overflows (inf/inf, x/inf).
+    return first_failing(
+        in, g, StageKind::softmax, "exp-overflow",
+        [](const Stage&, const Bounded& p, const QuantityMap& map, Eigen::Index r, Eigen::Index c) {
+          const MatrixR& s = map.at({Quantity::scores}).value;
+          double total = 0;
+          for (Eigen::Index j = 0; j < s.cols(); ++j) total += fp32_exp(s(r, j));
+          const double faulty = fp32_exp(s(r, c)) / total;
+          return std::isinf(total) && differs(faulty, p.value(r, c), p.bound(r, c));
+        },
+        Quantity::probs);
+  }
+  // p~ = exp(s) instead of exp(s - running max).
+  return first_failing(
+      in, g, StageKind::softmax, "exp-overflow",
+      [](const Stage& st, const Bounded& pt, const QuantityMap& map, Eigen::Index r, Eigen::Index c) {
+        const double s = map.at({Quantity::scores, st.split, st.tile}).value(r, c);
+        return differs(fp32_exp(s), pt.value(r, c), pt.bound(r, c));
+      },
+      Quantity::p_tilde);
+}
+
+// The first row of the first softmax stage whose keys there are all masked.
+Expectation expect_masked_row_nan(const AttentionInputs& in, const StageGraph& g) {
+  const Stage* first = first_stage(g, StageKind::softmax);
+  return first_failing(
+      in, g, StageKind::softmax, "fully-masked-row",
+      [first](const Stage& st, const Bounded&, const QuantityMap& map, Eigen::Index r, Eigen::Index c) {
+        if (&st != first || c != 0) return false;
+        return map.at({Quantity::scores, st.split, st.tile}).value.row(r).maxCoeff() == -kInf;
+      },
+      g.algorithm.kind == Algorithm::Kind::full ? Quantity::probs : Quantity::p_tilde);
+}
+
+}  // namespace
+
+const std::vector<FaultSpec>& fault_catalog() {
+  static const std::vector<FaultSpec> catalog = [] {
+    std::vector<FaultSpec> c;
+    const std::vector<std::string> paged{"cublaslt-paged", "cpu-emulated-paged"};
+    const std::vector<std::string> lt{"cublaslt-paged", "cublaslt-splitk"};
+    const std::vector<std::string> softmaxes{"naive", "cublaslt-paged", "cublaslt-splitk", "cpu-emulated",
+                                             "cpu-emulated-paged"};
+
+    c.push_back({"first-page-rescale", "O rescaled by r on page 0 while O is uninitialized (0 * NaN)", paged,
+                 trigger({1, 1, 32, 256, 64}, "none", "normal"), "rescale[0]", "uninitialized-read",
+                 [](const AttentionInputs&, const StageGraph& g) {
+                   return Expectation{first_output(g, StageKind::rescale, 0), "uninitialized-read", kFirstElement};
+                 }});
+    c.push_back({"beta-first-page", "P~.V with beta = 1 on page 0: accumulates stale memory", paged,
+                 trigger({1, 1, 32, 256, 64}, "none", "normal"), "pv[0]", "stale-accumulator",
+                 [](const AttentionInputs&, const StageGraph& g) {
+                   return Expectation{first_output(g, StageKind::pv, 0), "stale-accumulator", kFirstElement};
+                 }});
+    c.push_back({"stale-scores", "the second page's scores never computed: the buffer still holds the first page's",
+                 paged, trigger({1, 1, 32, 256, 64}, "none", "normal"), "qk[1]", "unwritten-output",
+                 [](const AttentionInputs& in, const StageGraph& g) {
+                   // The second page's kernel holds the first page's scores (within their bound).
+                   return first_failing(
+                       in, g, StageKind::qk, "unwritten-output",
+                       [](const Stage& st, const Bounded& s1, const QuantityMap& map, Eigen::Index r, Eigen::Index col) {
+                         if (st.tile != 1) return false;
+                         const Bounded& s0 = map.at({Quantity::scores, -1, 0});
+                         return differs(s0.value(r, col), s1.value(r, col), s1.bound(r, col) + s0.bound(r, col));
+                       },
+                       Quantity::scores);
+                 }});
+    c.push_back({"attr-int32", "64-bit layout attributes set from 4-byte ints, status ignored", lt,
+                 trigger({2, 1, 32, 128, 64}, "none", "normal"), "the first qk", "descriptor-invalid",
+                 [](const AttentionInputs&, const StageGraph& g) {
+                   return Expectation{first_output(g, StageKind::qk), "descriptor-invalid", kFirstElement};
+                 }});
+    c.push_back({"rows-cols-swap", "K layout built with ROWS and COLS exchanged", lt,
+                 trigger({1, 1, 32, 256, 64}, "none", "normal"), "the first qk", "layout-mismatch",
+                 [](const AttentionInputs&, const StageGraph& g) {
+                   return Expectation{first_output(g, StageKind::qk), "layout-mismatch", kFirstElement};
+                 }});
+    c.push_back({"fp16-scores", "Q.K^T stored in fp16 before the scale (overflows past 65504)",
+                 {"naive", "cublaslt-paged", "cublaslt-splitk"}, trigger({1, 2, 128, 256, 64}, "none", "large"),
+                 "the first qk holding a score past 65504 unscaled", "score-overflow",
+                 [](const AttentionInputs& in, const StageGraph& g) {
+                   const double scale = in.problem.scale;
+                   return first_failing(
+                       in, g, StageKind::qk, "score-overflow",
+                       [scale](const Stage&, const Bounded& s, const QuantityMap&, Eigen::Index r, Eigen::Index col) {
+                         return std::isfinite(s.value(r, col)) && std::fabs(s.value(r, col) / scale) >= kFp16Overflow;
+                       },
+                       Quantity::scores);
+                 }});
+    c.push_back({"no-max-subtract", "exp(s) without subtracting the row max", softmaxes,
+                 trigger({1, 1, 32, 256, 64}, "none", "large"), "the first softmax", "exp-overflow",
+                 expect_no_max_subtract});
+    c.push_back({"masked-row-nan", "no guard for max = -inf: exp(-inf - (-inf)) = NaN", softmaxes,
+                 trigger({2, 1, 32, 256, 64}, "padding=0,256", "normal"), "the first softmax", "fully-masked-row",
+                 expect_masked_row_nan});
+    c.push_back({"splitk-partial-scale", "partial O not divided by its sum while its lse still counts it",
+                 {"flash-splitkv"}, trigger({1, 1, 64, 512, 64}, "none", "normal"), "normalize[0]", "scale-mismatch",
+                 [](const AttentionInputs& in, const StageGraph& g) {
+                   const Stage* st = first_stage(g, StageKind::normalize);
+                   const std::optional<Index4> at =
+                       first_in_heads(in, g, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
+                         const Bounded& o = map.at({Quantity::partial_output, st->split, -1});
+                         const KeyRange range = tile_columns(in.problem.shape, g.algorithm, st->split, -1);
+                         const int last = static_cast<int>(tile_count(range.begin, range.end, g.algorithm.tile_width)) - 1;
+                         const MatrixR& l = map.at({Quantity::row_sum, st->split, last}).value;
+                         for (Eigen::Index r = 0; r < o.value.rows(); ++r)
+                           for (Eigen::Index c = 0; c < o.value.cols(); ++c) {
+                             if (differs(o.value(r, c) * l(r, 0), o.value(r, c), o.bound(r, c))) {
+                               return std::optional<Index4>(Index4{b, h, r, c});
+                             }
+                           }
+                         return std::optional<Index4>();
+                       });
+                   return Expectation{st->output_name(0), "scale-mismatch", at};
+                 }});
+    c.push_back({"combine-empty-split", "LSE combine of a row whose every split is masked: exp(-inf - (-inf))",
+                 {"flash-splitkv"}, trigger({2, 1, 32, 512, 64}, "padding=0,512", "normal"), "combine",
+                 "combine-empty-split", [](const AttentionInputs& in, const StageGraph& g) {
+                   const std::optional<Index4> at =
+                       first_in_heads(in, g, [&](const QuantityMap&, std::int64_t b, std::int64_t h) {
+                         const HeadInputs head = head_inputs(in, b, h);
+                         for (Eigen::Index r = 0; r < head.bias.rows(); ++r) {
+                           if (head.bias.row(r).maxCoeff() == -kInf) return std::optional<Index4>(Index4{b, h, r, 0});
+                         }
+                         return std::optional<Index4>();
+                       });
+                   return Expectation{first_output(g, StageKind::combine), "combine-empty-split", at};
+                 }});
+    c.push_back({"tail-page", "the last partial page read as a full page", {"cublaslt-paged"},
+                 trigger({1, 1, 32, 200, 64}, "none", "normal"), "the last qk", "layout-mismatch",
+                 [](const AttentionInputs&, const StageGraph& g) {
+                   std::string last;
+                   for (const Stage& s : g.stages) {
+                     if (s.kind == StageKind::qk) last = s.output_name(0);
+                   }
+                   return Expectation{last, "layout-mismatch", std::nullopt};
+                 }});
+    c.push_back({"missing-sync", "no barrier between a K/V tile's copy into shared memory and its use (a race)",
+                 {"wmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
+                 [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});
+    return c;
+  }();
+  return catalog;
+}
+
+const FaultSpec* find_fault(const std::string& id) {
+  for (const FaultSpec& f : fault_catalog()) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace fc

@@ -1,0 +1,97 @@
+#include "harness/faults/matrix.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "harness/io/snapshot.h"
+#include "harness/random_cases.h"
+#include "harness/trace/judge.h"
+#include "kernels/common/device_inputs.h"
+
+namespace fc {
+namespace {
+
+bool selected(const std::vector<std::string>& list, const std::string& name) {
+  return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
+}
+
+void grade(MatrixCell& cell) {
+  const std::optional<Divergence>& d = cell.faulty.divergence;
+  const Expectation& e = cell.expected;
+  if (e.output == "*") {  // a race: found at all is right
+    cell.stage_ok = cell.index_ok = cell.cause_ok = d.has_value();
+    return;
+  }
+  cell.stage_ok = d && d->output == e.output;
+  cell.cause_ok = d && (e.cause == "*" || d->cause == e.cause);
+  cell.index_ok = d && (!e.index || d->index == *e.index);
+}
+
+}  // namespace
+
+std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
+  std::vector<MatrixCell> cells;
+  int number = 0;
+  for (const FaultSpec& spec : fault_catalog()) {
+    if (!selected(options.faults, spec.id)) continue;
+    for (const std::string& name : spec.impls) {
+      if (!selected(options.impls, name)) continue;
+      std::unique_ptr<Implementation> impl = make_implementation(name);
+      if (!impl || (impl->on_gpu() && !options.gpu)) continue;
+      const AttentionInputs inputs = generate_inputs(spec.trigger);
+      const CaseDescription description =
+          describe_case(inputs, spec.trigger.label(), spec.trigger.mask, spec.trigger.dist, spec.trigger.seed);
+      std::unique_ptr<DeviceInputs> device;
+      if (impl->on_gpu()) device = std::make_unique<DeviceInputs>(inputs, nullptr);
+
+      MatrixCell cell;
+      cell.fault = spec.id;
+      cell.impl = name;
+      cell.clean = judge_case(*impl, inputs, description, device.get());
+      impl->inject(spec.id);
+      cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
+      const bool snapshot = !options.snapshots.empty();
+      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot);
+      cell.faulty = faulty.result;
+      grade(cell);
+      // A race's trace (a 4x8x512 case of every tile) is too large to keep as a fixture.
+      if (snapshot && spec.id != "missing-sync") {
+        SnapshotOptions s;
+        s.kind = "fixture";
+        s.fault = spec.id;
+        s.final_reference_only = true;
+        const std::string file = spec.id + "." + name + ".h5";
+        write_snapshot((std::filesystem::path(options.snapshots) / file).string(), options.command_line, inputs,
+                       faulty.run, faulty.result, faulty.references, s);
+      }
+      cells.push_back(std::move(cell));
+      ++number;
+    }
+  }
+  return cells;
+}
+
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu) {
+  SweepResult sweep;
+  std::vector<std::unique_ptr<Implementation>> all;
+  for (auto& impl : make_implementations()) {
+    if (selected(impls, impl->name()) && (!impl->on_gpu() || gpu)) all.push_back(std::move(impl));
+  }
+  for (int i = 1; i <= cases; ++i) {
+    const CaseSpec spec = random_case(static_cast<std::uint64_t>(10000 + i)).spec;
+    const AttentionInputs inputs = generate_inputs(spec);
+    const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
+    std::unique_ptr<DeviceInputs> device;
+    for (auto& impl : all) {
+      if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
+      const CaseResult r = judge_case(*impl, inputs, description, device.get());
+      if (r.verdict == Verdict::skipped) continue;
+      ++sweep.runs;
+      if (r.verdict != Verdict::pass) sweep.divergences.push_back(r);
+    }
+    ++sweep.cases;
+  }
+  return sweep;
+}
+
+}  // namespace fc

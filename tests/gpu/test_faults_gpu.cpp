@@ -1,0 +1,34 @@
+// The whole detection matrix on a GPU: every fault x every implementation that has it, and
+// a sweep of 500 clean random cases through every implementation.
+#include "catch.h"
+#include "harness/faults/matrix.h"
+
+namespace fc {
+
+TEST_CASE("the full fault matrix is right on stage, element and cause, without false alarms", "[gpu][faults]") {
+  MatrixOptions options;
+  options.gpu = true;
+  const std::vector<MatrixCell> cells = run_fault_matrix(options);
+  CHECK(cells.size() >= 20);
+  for (const MatrixCell& c : cells) {
+    INFO(c.fault << " in " << c.impl << ": found "
+                 << (c.faulty.divergence ? c.faulty.divergence->output + " " + c.faulty.divergence->cause + " " +
+                                               c.faulty.divergence->evidence
+                                         : std::string(verdict_name(c.faulty.verdict)) + " " + c.faulty.reason));
+    CHECK(c.clean_ok());
+    CHECK(c.stage_ok);
+    CHECK(c.index_ok);
+    CHECK(c.cause_ok);
+  }
+}
+
+TEST_CASE("500 clean random cases through every implementation raise no alarm", "[gpu][sweep]") {
+  const SweepResult sweep = run_clean_sweep(500, {}, true);
+  CHECK(sweep.cases == 500);
+  for (const CaseResult& r : sweep.divergences) {
+    INFO(r.impl << " " << r.description.label << ": " << (r.divergence ? r.divergence->output + " " + r.divergence->evidence : r.reason));
+    CHECK(r.verdict == Verdict::pass);
+  }
+}
+
+}  // namespace fc
