@@ -156,6 +156,9 @@ int run_cli(int argc, char** argv) {
   } catch (const Error& e) {
     std::cerr << "flashcore-check: " << e.what() << "\n";
     return kExitUsage;
+  } catch (const std::exception& e) {  // a bug of ours: still one line, and files are cleaned up on the way out
+    std::cerr << "flashcore-check: internal error: " << e.what() << "\n";
+    return kExitUsage;
   }
 }
 

@@ -272,7 +272,10 @@ void write_snapshot(const std::string& path, const std::string& command, const A
     const Captured& c = run.captured[i];
     const Stage& stage = run.graph.stages[c.stage];
     const StageOutput& output = stage.outputs[c.output];
-    const OutputResult& r = result.outputs.at(i);
+    // A run that failed has captures but no comparison: describe them from the graph.
+    OutputResult r;
+    if (i < result.outputs.size()) r = result.outputs[i];
+    else r.name = stage.output_name(c.output);
     const std::string o = "/stages/" + r.name;
     out.ensure_group(o);
     out.set_attribute(o, "index", static_cast<std::int64_t>(i));

@@ -73,12 +73,14 @@ class CublasLtSplitK final : public Implementation {
     const Problem& p = ctx.inputs.problem;
     if (!handle_) handle_ = std::make_unique<LtHandle>();
     Gemms& g = gemms(p);
-    if (g.qk->has_algorithm() || !lint(g.qk->record(), qk_lint(p)).empty()) return;  // cached, or lint will stop it
     const DeviceInputs& in = *ctx.device;
     const std::size_t ws = static_cast<std::size_t>(kWorkspaceBytes);
-    tune_split_k(*handle_, *g.qk, {alpha(p), 0.0f, in.k(), in.q(), scores_->data, scores_->data, lt_workspace_->data, ws},
-                 ctx.stream);
-    if (lint(g.pv->record(), pv_lint(p)).empty()) {
+    // Each matmul on its own: cached ones keep their algorithm, one lint will stop gets none.
+    if (!g.qk->has_algorithm() && lint(g.qk->record(), qk_lint(p)).empty()) {
+      tune_split_k(*handle_, *g.qk, {alpha(p), 0.0f, in.k(), in.q(), scores_->data, scores_->data, lt_workspace_->data, ws},
+                   ctx.stream);
+    }
+    if (!g.pv->has_algorithm() && lint(g.pv->record(), pv_lint(p)).empty()) {
       tune_split_k(*handle_, *g.pv, {1.0f, 0.0f, in.v(), probs_->data, out_->data, out_->data, lt_workspace_->data, ws},
                    ctx.stream);
     }
