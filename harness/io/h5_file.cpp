@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <new>
 #include <utility>
@@ -123,9 +124,11 @@ Lookup look_up(hid_t file, const std::vector<std::string>& parts) {
     }
     H5Handle object(H5Oopen(file, prefix.c_str(), H5P_DEFAULT), H5Kind::object);
     if (!object) {
-      // A dangling soft link is missing; an object HDF5 cannot load is damage.
-      const htri_t target = H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT);
-      if (target == 0) return {};
+      // A soft or external link to nothing is missing; an object HDF5 cannot load is damage.
+      H5L_info_t link{};
+      const bool dangling = depth > 0 && H5Lget_info(file, prefix.c_str(), &link, H5P_DEFAULT) >= 0 &&
+                            link.type != H5L_TYPE_HARD;
+      if (dangling) return {};
       return {H5Handle(), prefix};
     }
     if (depth == parts.size()) {
@@ -503,11 +506,6 @@ void H5Writer::commit() {
 
 namespace {
 
-// What a dataset's file type maps to, and the memory type to read it through.
-struct StoredType {
-  DType dtype = DType::f64;
-  H5Handle memory_type;
-};
 
 bool has_float16_layout(hid_t type, std::size_t exponent_bits, std::size_t mantissa_bits,
                         std::size_t exponent_bias) {
@@ -528,8 +526,130 @@ bool is_h5py_bool_enum(hid_t type) {
   return true;
 }
 
+// A filter of the dataset that this HDF5 library does not have (h5py's lzf, blosc, ...):
+// "32000 (lzf)". Explains a failed read better than "damaged". (h5py marks lzf optional,
+// yet chunks it compressed cannot be read without it, so optional filters count too.)
+std::optional<std::string> unavailable_filter(hid_t dataset) {
+  H5Handle dcpl(H5Dget_create_plist(dataset), H5Kind::property_list);
+  if (!dcpl) return std::nullopt;
+  const int count = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < count; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t value_count = 0;
+    char name[64] = {};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &value_count, nullptr,
+                                           sizeof name, name, &config);
+    if (id < 0) return std::nullopt;
+    if (H5Zfilter_avail(id) <= 0) {
+      name[sizeof name - 1] = '\0';
+      return std::to_string(id) + (name[0] != '\0' ? " (" + std::string(name) + ")" : std::string());
+    }
+  }
+  return std::nullopt;
+}
+
+// H5Literate callback: appends the link name to a std::vector<std::string>.
+herr_t collect_link_name(hid_t, const char* name, const H5L_info_t*, void* names) noexcept {
+  try {
+    static_cast<std::vector<std::string>*>(names)->emplace_back(name);
+    return 0;
+  } catch (...) {
+    return -1;  // no exception may cross HDF5's C frames
+  }
+}
+
 std::string integer_name(H5T_sign_t sign, std::size_t size) {
   return std::string(sign == H5T_SGN_NONE ? "uint" : "int") + std::to_string(size * 8);
+}
+
+// What a dataset's file type maps to and the memory type to read it through, or why it
+// cannot be read.
+struct StoredType {
+  DType dtype = DType::f64;
+  H5Handle memory_type;
+  std::string problem;
+};
+
+StoredType unsupported_type(const std::string& what) {
+  StoredType stored;
+  stored.problem = "unsupported datatype (" + what + ")";
+  return stored;
+}
+
+StoredType damaged_type() {
+  StoredType stored;
+  stored.problem = kDamaged;
+  return stored;
+}
+
+// By type class and size; integers of 1 and 2 bytes also by the `dtype` attribute, read
+// through storage_tag() only when it matters.
+StoredType stored_type_of(hid_t file_type, const std::function<std::string()>& storage_tag) {
+  const H5T_class_t cls = H5Tget_class(file_type);
+  const std::size_t size = H5Tget_size(file_type);
+  if (cls == H5T_NO_CLASS || size == 0) return damaged_type();
+  StoredType stored;
+  if (cls == H5T_FLOAT) {
+    if (size == 8) {
+      stored.dtype = DType::f64;
+    } else if (size == 4) {
+      stored.dtype = DType::f32;
+    } else if (size == 2 && has_float16_layout(file_type, 5, 10, 15)) {
+      stored.dtype = DType::f16;
+    } else if (size == 2 && has_float16_layout(file_type, 8, 7, 127)) {
+      stored.dtype = DType::bf16;  // bfloat16 declared as a float type (HDF5 2.0 does this)
+      stored.memory_type = bfloat16_float_type(H5T_NATIVE_FLOAT);
+    } else {
+      return unsupported_type("float" + std::to_string(size * 8) + (size == 2 ? " with a non-IEEE layout" : ""));
+    }
+  } else if (cls == H5T_INTEGER) {
+    const H5T_sign_t sign = H5Tget_sign(file_type);
+    if (sign == H5T_SGN_ERROR) return damaged_type();
+    const bool is_unsigned = sign == H5T_SGN_NONE;
+    if (is_unsigned && size == 1) {
+      stored.dtype = storage_tag() == "bool" ? DType::boolean : DType::u8;
+    } else if (is_unsigned && size == 2) {
+      stored.dtype = storage_tag() == "bfloat16" ? DType::bf16 : DType::u16;
+    } else if (!is_unsigned && size == 4) {
+      stored.dtype = DType::i32;
+    } else if (!is_unsigned && size == 8) {
+      stored.dtype = DType::i64;
+    } else {
+      return unsupported_type(integer_name(sign, size));
+    }
+  } else if (cls == H5T_ENUM && is_h5py_bool_enum(file_type)) {
+    stored.dtype = DType::boolean;
+    stored.memory_type = copy_type(file_type);  // HDF5 does not convert enum to integer
+  } else {
+    return unsupported_type(type_class_name(cls));
+  }
+  if (!stored.memory_type) stored.memory_type = memory_type_of(stored.dtype);
+  if (!stored.memory_type) stored.problem = "cannot read (memory datatype setup failed)";
+  return stored;
+}
+
+// A dataset's dims and element count, or why it cannot be read.
+struct StoredShape {
+  std::vector<hsize_t> dims;
+  hsize_t count = 0;
+  std::string problem;
+};
+
+StoredShape stored_shape_of(hid_t dataset) {
+  StoredShape shape;
+  H5Handle space(H5Dget_space(dataset), H5Kind::dataspace);
+  const Extent extent = space ? extent_of(space.get()) : Extent{};
+  if (!extent.ok) {
+    shape.problem = kDamaged;
+  } else if (extent.null_space) {
+    shape.problem = "unsupported dataspace (null: no shape, no data)";
+  } else if (const auto count = bounded_element_count(extent.dims, static_cast<hsize_t>(kMaxElements))) {
+    shape.dims = extent.dims;
+    shape.count = *count;
+  } else {
+    shape.problem = "too large (more than 2^36 elements)";
+  }
+  return shape;
 }
 
 }  // namespace
@@ -580,73 +700,31 @@ HostTensor H5Reader::read_tensor(const std::string& dataset_path) const {
 
   H5Handle file_type(H5Dget_type(dataset.get()), H5Kind::datatype);
   if (!file_type) fail(dataset_path, kDamaged);
-  StoredType stored;
-  const H5T_class_t cls = H5Tget_class(file_type.get());
-  const std::size_t size = H5Tget_size(file_type.get());
-  if (cls == H5T_NO_CLASS || size == 0) fail(dataset_path, kDamaged);
-  auto unsupported = [&](const std::string& what) { fail(dataset_path, "unsupported datatype (" + what + ")"); };
-  auto storage_tag = [&]() { return string_attribute(dataset_path, kDtypeAttribute).value_or(""); };
+  StoredType stored = stored_type_of(file_type.get(), [&] {
+    return string_attribute(dataset_path, kDtypeAttribute).value_or("");
+  });
+  if (!stored.problem.empty()) fail(dataset_path, stored.problem);
 
-  if (cls == H5T_FLOAT) {
-    if (size == 8) {
-      stored.dtype = DType::f64;
-    } else if (size == 4) {
-      stored.dtype = DType::f32;
-    } else if (size == 2 && has_float16_layout(file_type.get(), 5, 10, 15)) {
-      stored.dtype = DType::f16;
-    } else if (size == 2 && has_float16_layout(file_type.get(), 8, 7, 127)) {
-      stored.dtype = DType::bf16;  // bfloat16 declared as a float type (HDF5 2.0 does this)
-      stored.memory_type = bfloat16_float_type(H5T_NATIVE_FLOAT);
-    } else {
-      unsupported("float" + std::to_string(size * 8) + (size == 2 ? " with a non-IEEE layout" : ""));
-    }
-  } else if (cls == H5T_INTEGER) {
-    const H5T_sign_t sign = H5Tget_sign(file_type.get());
-    if (sign == H5T_SGN_ERROR) fail(dataset_path, kDamaged);
-    const bool is_unsigned = sign == H5T_SGN_NONE;
-    if (is_unsigned && size == 1) {
-      stored.dtype = storage_tag() == "bool" ? DType::boolean : DType::u8;
-    } else if (is_unsigned && size == 2) {
-      stored.dtype = storage_tag() == "bfloat16" ? DType::bf16 : DType::u16;
-    } else if (!is_unsigned && size == 4) {
-      stored.dtype = DType::i32;
-    } else if (!is_unsigned && size == 8) {
-      stored.dtype = DType::i64;
-    } else {
-      unsupported(integer_name(sign, size));
-    }
-  } else if (cls == H5T_ENUM && is_h5py_bool_enum(file_type.get())) {
-    stored.dtype = DType::boolean;
-    stored.memory_type = copy_type(file_type.get());  // HDF5 does not convert enum to integer
-  } else {
-    unsupported(type_class_name(cls));
-  }
-  if (!stored.memory_type) stored.memory_type = memory_type_of(stored.dtype);
-  if (!stored.memory_type) fail(dataset_path, "cannot read (memory datatype setup failed)");
-
-  H5Handle space(H5Dget_space(dataset.get()), H5Kind::dataspace);
-  if (!space) fail(dataset_path, kDamaged);
-  const Extent extent = extent_of(space.get());
-  if (!extent.ok) fail(dataset_path, kDamaged);
-  if (extent.null_space) fail(dataset_path, "unsupported dataspace (null: no shape, no data)");
-  const auto count = bounded_element_count(extent.dims, static_cast<hsize_t>(kMaxElements));
-  if (!count) fail(dataset_path, "too large (more than 2^36 elements)");
-
-  const Dims dims(extent.dims.begin(), extent.dims.end());
+  const StoredShape shape = stored_shape_of(dataset.get());
+  if (!shape.problem.empty()) fail(dataset_path, shape.problem);
+  const Dims dims(shape.dims.begin(), shape.dims.end());
   HostTensor tensor;
   try {
     tensor = HostTensor(stored.dtype, dims);
   } catch (const std::bad_alloc&) {
-    fail(dataset_path, "cannot allocate " + std::to_string(*count * dtype_size(stored.dtype)) + " bytes for " +
-                           dims_string(dims));
+    fail(dataset_path, "cannot allocate " + std::to_string(shape.count * dtype_size(stored.dtype)) +
+                           " bytes for " + dims_string(dims));
   }
-  if (*count > 0 && H5Dread(dataset.get(), stored.memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                            tensor.data()) < 0) {
+  if (shape.count > 0 && H5Dread(dataset.get(), stored.memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                 tensor.data()) < 0) {
+    if (const auto filter = unavailable_filter(dataset.get())) {
+      fail(dataset_path, "cannot read (needs HDF5 filter " + *filter + ", which this HDF5 library lacks)");
+    }
     fail(dataset_path, kDamaged);
   }
   if (stored.dtype == DType::boolean) {
     auto* bytes = tensor.data_as<std::uint8_t>();
-    for (hsize_t i = 0; i < *count; ++i) bytes[i] = bytes[i] != 0 ? 1 : 0;
+    for (hsize_t i = 0; i < shape.count; ++i) bytes[i] = bytes[i] != 0 ? 1 : 0;
   }
   return tensor;
 }
@@ -654,20 +732,13 @@ HostTensor H5Reader::read_tensor(const std::string& dataset_path) const {
 std::vector<std::string> H5Reader::children(const std::string& group_path) const {
   H5Handle group = open_object(group_path, "missing group");
   if (H5Iget_type(group.get()) != H5I_GROUP) fail(group_path, "not a group");
-  H5G_info_t info{};
-  if (H5Gget_info(group.get(), &info) < 0) fail(group_path, kDamaged);
+  // In native order HDF5 walks its link index directly. Any other order (and
+  // H5Lget_name_by_idx) first builds a table of all links, and HDF5 1.10 frees garbage
+  // pointers when that fails half-way on a damaged file; so walk natively and sort here.
   std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t length =
-        H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-    if (length < 0 || static_cast<std::size_t>(length) > kMaxStringBytes) fail(group_path, kDamaged);
-    std::string name(static_cast<std::size_t>(length) + 1, '\0');
-    if (H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
-                           H5P_DEFAULT) != length) {
-      fail(group_path, kDamaged);
-    }
-    name.resize(static_cast<std::size_t>(length));
-    names.push_back(std::move(name));
+  hsize_t position = 0;
+  if (H5Literate(group.get(), H5_INDEX_NAME, H5_ITER_NATIVE, &position, collect_link_name, &names) < 0) {
+    fail(group_path, kDamaged);
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -713,8 +784,8 @@ bool is_reference_capture_type(hid_t type) {
   char* tag = H5Tget_tag(type);
   if (tag == nullptr) return false;
   const bool match = std::strcmp(tag, kReferenceCaptureTag) == 0;
-  H5free_memory(tag);
-  return match;
+  const bool freed = H5free_memory(tag) >= 0;
+  return match && freed;
 }
 
 // An HDF5 soft conversion from a variable-length string to our tagged opaque type that
@@ -857,7 +928,6 @@ bool variable_string_is_intact(hid_t attribute, hid_t file, const std::string& f
   const std::optional<std::string> collection = read_file_bytes(in, offset, collection_size);
   return collection && collection_holds(*collection, *geometry, *reference);
 }
-
 
 // Throws "FILE: OBJECT: what" for one attribute.
 struct AttributeFailure {

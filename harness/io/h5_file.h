@@ -9,8 +9,14 @@
 // Non-empty datasets of rank >= 1 are chunked (<= 1 MiB a chunk) with shuffle + deflate 4;
 // scalars and empty datasets are contiguous. String attributes are variable-length UTF-8.
 //
+// Files are written in the HDF5 1.8 object formats (checksummed metadata; read by any
+// HDF5 >= 1.8, h5py, h5dump) without timestamps, so equal content gives equal bytes.
+//
 // Object paths are absolute ("/stages/qk/data"); "/" is the root group. Every error is an
 // fc::Error whose message is one line starting with the file path and naming the object.
+// The reader is meant for damaged files too: every HDF5 failure becomes an fc::Error, and
+// what HDF5 1.10 itself does not check (global heap collections behind string attributes,
+// absurd dataspace sizes) is checked before HDF5 or the allocator sees it.
 #include <hdf5.h>
 
 #include <cstdint>
@@ -114,10 +120,12 @@ class H5Reader {
 
   const std::string& path() const { return path_; }
 
-  // True when a group or dataset is at object_path; false when any component is missing
-  // or names something that is not a group. Throws only on a damaged file.
+  // True when a group or dataset is at object_path; false when a component is missing, is
+  // a dangling link, or is not a group. Throws only on a damaged file or a relative path.
   bool exists(const std::string& object_path) const;
 
+  // Maps the stored type back to a dtype (see the schema above; h5py's bool enum and a
+  // bfloat16 float type are accepted too); bool values are normalised to 0/1.
   HostTensor read_tensor(const std::string& dataset_path) const;
 
   // Names of the links in a group, sorted.

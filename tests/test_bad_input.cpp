@@ -1,0 +1,170 @@
+// Bad input through the real command line: 200+ damaged copies of a good fixture fed to
+// `replay` and `fixtures`. Each must end with exit 2 and one line naming the file, or (for a
+// flipped byte that lands where it changes nothing the tool checks) a normal verdict; never
+// a crash, and never a half-written output file.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "catch.h"
+#include "core/rng.h"
+#include "support/file_mutations.h"
+
+namespace fc {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  bool crashed = false;
+  int exit_code = -1;
+  std::vector<std::string> stderr_lines;
+};
+
+Outcome run(const std::string& arguments, const fs::path& dir) {
+  const fs::path err = dir / "stderr.txt";
+  const std::string command = std::string(FC_CLI_PATH) + " " + arguments + " >/dev/null 2>" + err.string();
+  const int status = std::system(command.c_str());
+  Outcome o;
+  o.crashed = !WIFEXITED(status);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err);
+  for (std::string line; std::getline(in, line);) o.stderr_lines.push_back(line);
+  return o;
+}
+
+// A fresh folder with a small good fixture and its MANIFEST.
+struct Workspace {
+  fs::path dir, good;
+  Workspace() {
+    dir = fs::temp_directory_path() / ("fc_bad_input_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "fixture");
+    good = dir / "fixture" / "good.h5";
+    const Outcome made = run("--trace --impl cpu-emulated --shape 1,1,16,24,64 --mask causal --fixture --snapshot " +
+                                 good.string(),
+                             dir);
+    REQUIRE(made.exit_code == 0);
+    REQUIRE(run("fixtures " + (dir / "fixture").string() + " --write-manifest", dir).exit_code == 0);
+  }
+  ~Workspace() { fs::remove_all(dir); }
+};
+
+struct Mutation {
+  std::string what;
+  fs::path file;
+  bool must_fail;  // structural damage: exit 2 is the only right answer
+};
+
+// Both commands on one damaged file.
+void check_mutation(const Workspace& w, const Mutation& m, int& failed_cleanly) {
+  INFO(m.what);
+  const fs::path json = w.dir / "out.json";
+  fs::remove(json);
+  const Outcome replay = run("replay " + m.file.string() + " --json " + json.string(), w.dir);
+
+  const fs::path fixture_dir = w.dir / "one";
+  fs::remove_all(fixture_dir);
+  fs::create_directories(fixture_dir);
+  fs::copy_file(m.file, fixture_dir / "good.h5");
+  fs::copy_file(w.dir / "fixture" / "MANIFEST", fixture_dir / "MANIFEST");
+  const Outcome fixtures = run("fixtures " + fixture_dir.string(), w.dir);
+
+  for (const auto& [o, name] : {std::pair<const Outcome&, std::string>{replay, m.file.string()},
+                                {fixtures, (fixture_dir / "good.h5").string()}}) {
+    REQUIRE_FALSE(o.crashed);
+    CHECK((o.exit_code == 0 || o.exit_code == 1 || o.exit_code == 2));
+    if (m.must_fail) CHECK(o.exit_code == 2);
+    if (o.exit_code == 2) {
+      REQUIRE(o.stderr_lines.size() == 1);
+      CHECK(o.stderr_lines[0].rfind("flashcore-check: ", 0) == 0);
+      CHECK(o.stderr_lines[0].find(name) != std::string::npos);
+    }
+  }
+  if (replay.exit_code == 2) {
+    CHECK_FALSE(fs::exists(json));  // nothing half-written
+    ++failed_cleanly;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("damaged files give exit 2 and one line naming the file, never a crash", "[bad-input]") {
+  Workspace w;
+  const std::size_t size = fs::file_size(w.good);
+  std::vector<Mutation> mutations;
+  auto path = [&](const std::string& name) { return w.dir / (name + ".h5"); };
+
+  for (std::size_t i = 0; i < 70; ++i) {  // truncations, the header's first bytes included
+    const std::size_t length = i < 10 ? i * 7 : (size * (i - 9)) / 61;
+    test::truncate_copy(w.good, path("cut" + std::to_string(i)), length);
+    mutations.push_back({"truncated to " + std::to_string(length) + " of " + std::to_string(size) + " bytes",
+                         path("cut" + std::to_string(i)), true});
+  }
+  int deleted = 0;
+  for (const std::string& dataset : test::hdf5_datasets(w.good)) {  // deleted datasets
+    const bool optional = dataset.find("reference") != std::string::npos || dataset.find("bound") != std::string::npos;
+    const fs::path file = path("deleted" + std::to_string(deleted++));
+    test::delete_object_copy(w.good, file, dataset);
+    mutations.push_back({"deleted " + dataset, file, !optional});
+  }
+  test::replace_dataset_copy(w.good, path("q_f32"), "/inputs/q", {1, 1, 16, 64}, true);
+  mutations.push_back({"/inputs/q as float32", path("q_f32"), true});
+  test::replace_dataset_copy(w.good, path("q_rank3"), "/inputs/q", {1, 16, 64}, false);
+  mutations.push_back({"/inputs/q of rank 3", path("q_rank3"), true});
+  test::set_int_attribute_copy(w.good, path("shape"), "/meta", "shape", {1, 1, 17, 24, 64});
+  mutations.push_back({"/meta shape disagreeing with the inputs", path("shape"), true});
+  test::set_int_attribute_copy(w.good, path("version"), "/", "schema_version", {2});
+  mutations.push_back({"a newer schema version", path("version"), true});
+  Rng rng(77, 3);
+  for (int i = 0; i < 130; ++i) {  // single flipped bytes anywhere
+    const std::size_t offset = static_cast<std::size_t>(rng.below(static_cast<std::int64_t>(size)));
+    test::flip_copy(w.good, path("flip" + std::to_string(i)), offset);
+    mutations.push_back({"byte " + std::to_string(offset) + " flipped", path("flip" + std::to_string(i)), false});
+  }
+  REQUIRE(mutations.size() >= 200);
+
+  int failed_cleanly = 0;
+  for (const Mutation& m : mutations) check_mutation(w, m, failed_cleanly);
+  INFO(failed_cleanly << " of " << mutations.size() << " damaged files refused with exit 2");
+  CHECK(failed_cleanly > 120);
+}
+
+TEST_CASE("an unwritable output path is one line and exit 2, with nothing written", "[bad-input]") {
+  Workspace w;
+  const Outcome json = run("replay " + w.good.string() + " --json /nonexistent-dir/out.json", w.dir);
+  CHECK(json.exit_code == 2);
+  REQUIRE(json.stderr_lines.size() == 1);
+  CHECK(json.stderr_lines[0].find("/nonexistent-dir/out.json: cannot write") != std::string::npos);
+  const Outcome snapshot = run("--trace --impl cpu-emulated --shape 1,1,8,8,64 --snapshot /nonexistent-dir/s.h5", w.dir);
+  CHECK(snapshot.exit_code == 2);
+  REQUIRE(snapshot.stderr_lines.size() == 1);
+  CHECK(snapshot.stderr_lines[0].find("/nonexistent-dir/s.h5") != std::string::npos);
+  CHECK_FALSE(fs::exists("/nonexistent-dir"));
+}
+
+TEST_CASE("files that are not what a command reads are refused in one line", "[bad-input]") {
+  Workspace w;
+  const fs::path text = w.dir / "notes.h5";
+  std::ofstream(text) << "not an HDF5 file\n";
+  Outcome o = run("replay " + text.string(), w.dir);
+  CHECK(o.exit_code == 2);
+  REQUIRE(o.stderr_lines.size() == 1);
+  CHECK(o.stderr_lines[0].find(text.string() + ": not an HDF5 file") != std::string::npos);
+  o = run("reference " + text.string() + " --out " + (w.dir / "ref.h5").string(), w.dir);
+  CHECK(o.exit_code == 2);
+  CHECK(o.stderr_lines.size() == 1);
+  CHECK_FALSE(fs::exists(w.dir / "ref.h5"));
+  o = run("replay " + (w.dir / "missing.h5").string(), w.dir);
+  CHECK(o.exit_code == 2);
+  CHECK(o.stderr_lines.size() == 1);
+  o = run("--trace --frobnicate", w.dir);
+  CHECK(o.exit_code == 2);
+  CHECK(o.stderr_lines.size() == 1);
+}
+
+}  // namespace fc
