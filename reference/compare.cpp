@@ -34,7 +34,7 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
         m.max_ulp = std::max(m.max_ulp, ulp_distance(kernel_format, k, x));
         normalized = err == 0 ? 0.0 : (bound > 0 ? err / bound : kInf);
       } else {
-        const bool same = (std::isnan(x) && std::isnan(k)) || (!std::isnan(x) && k == x);
+        const bool same = !std::isnan(x) && k == x;
         normalized = same ? 0.0 : kInf;
       }
       const bool fails = normalized > 1.0;

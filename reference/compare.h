@@ -1,8 +1,9 @@
 #pragma once
 // Comparison of a kernel's stage output with its reference under the per-element bound.
 // An element passes when both are finite and |kernel - reference| <= bound, or when the
-// reference is infinite (a masked score) or NaN (a NaN input) and the kernel holds the same.
-// NaN or Inf in the kernel where the reference is finite never passes.
+// reference is infinite (a masked score) and the kernel holds the same infinity. NaN never
+// passes: not in the kernel where the reference is finite, and not where the reference is
+// NaN too (a NaN input reaching the stage is a divergence whose cause is the input).
 #include <cstdint>
 #include <optional>
 

@@ -55,6 +55,16 @@ TEST_CASE("NaN or Inf where the reference is finite never passes, whatever the b
   CHECK(std::isinf(m.max_normalized_error));
 }
 
+TEST_CASE("NaN never passes, not even where the reference is NaN from a NaN input", "[compare]") {
+  MatrixR ref(1, 2), ker(1, 2);
+  ref << kNaN, 1;
+  ker << kNaN, 1;
+  const Metrics m = compare_head({0, 0, 0, false}, ker, reference_of(ref, 1), DType::f32);
+  CHECK(m.nan_reference == 1);
+  CHECK(m.over_bound == 1);
+  CHECK(m.first_failure->index.col == 0);
+}
+
 TEST_CASE("an infinite reference (a masked score) passes only on the same infinity", "[compare]") {
   MatrixR ref(1, 3), ker(1, 3);
   ref << -kInf, -kInf, -kInf;

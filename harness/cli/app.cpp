@@ -97,6 +97,20 @@ int run_cli(int argc, char** argv) {
   faults_cmd->add_option("--json", faults.reports.json, "also write JSON to FILE");
   faults_cmd->add_option("--junit", faults.reports.junit, "also write JUnit XML to FILE");
 
+  TriageCommand triage;
+  triage.command_line = trace.command_line;
+  CLI::App* triage_cmd = app.add_subcommand(
+      "triage", "a NaN bug report (.npz in PyTorch SDPA form, or .h5): input findings, the first bad stage of each "
+                "implementation with its cause, and --minimize");
+  triage_cmd->add_option("report", triage.report, "the report")->required()->check(CLI::ExistingFile);
+  triage_cmd->add_option("--impl", triage.impls, "only these implementations");
+  triage_cmd->add_option("--dtype", triage.dtype, "fp16 or bf16: what fp32 inputs are rounded to for the kernels")
+      ->check(CLI::IsMember({"fp16", "bf16"}));
+  triage_cmd->add_option("--minimize", triage.minimize,
+                         "delta-debug to the smallest case that fails the same way and write it as a fixture");
+  triage_cmd->add_option("--json", triage.reports.json, "also write JSON to FILE");
+  triage_cmd->add_option("--junit", triage.reports.junit, "also write JUnit XML to FILE");
+
   FixturesCommand fixtures;
   fixtures.command_line = trace.command_line;
   CLI::App* fixtures_cmd = app.add_subcommand(
@@ -144,6 +158,7 @@ int run_cli(int argc, char** argv) {
     if (replay_cmd->parsed()) return run_replay(replay);
     if (diff_cmd->parsed()) return run_diff(diff);
     if (faults_cmd->parsed()) return run_faults(faults);
+    if (triage_cmd->parsed()) return run_triage(triage);
     if (fixtures_cmd->parsed()) {
       if (fixtures.dir.empty()) fixtures.dir = "fixtures";
       return run_fixtures(fixtures);

@@ -57,6 +57,16 @@ struct FaultsCommand {
 };
 int run_faults(const FaultsCommand& command);
 
+struct TriageCommand {
+  std::string report;
+  std::vector<std::string> impls;
+  std::string dtype;     // what fp32 inputs are rounded to for the kernels (fp16)
+  std::string minimize;  // write the smallest failing case here
+  ReportFiles reports;
+  std::string command_line;
+};
+int run_triage(const TriageCommand& command);
+
 struct ReferenceCommand {
   std::string input;
   std::string out;

@@ -1,0 +1,111 @@
+// Triage of bug reports: what the inputs say before any kernel, and minimization to the
+// smallest case that still fails the same way.
+#include <algorithm>
+#include <cmath>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "catch.h"
+#include "harness/inputs.h"
+#include "harness/io/npz.h"
+#include "harness/triage/input_findings.h"
+#include "harness/triage/minimize.h"
+#include "kernels/implementation.h"
+
+namespace fc {
+namespace {
+bool has(const std::vector<InputFinding>& f, const std::string& id) {
+  for (const InputFinding& x : f) {
+    if (x.id == id) return true;
+  }
+  return false;
+}
+
+AttentionInputs with_nan_key() {
+  CaseSpec spec;
+  spec.shape = {2, 2, 40, 40, 64};
+  spec.seed = 9;
+  AttentionInputs in = generate_inputs(spec);
+  in.k.set(((1 * 2 + 1) * 40 + 23) * 64 + 5, NAN);  // b=1 h=1 key 23, dim 5
+  return in;
+}
+}  // namespace
+
+TEST_CASE("input findings name NaN, masked rows, fp16 overflow and exp overflow with the first place", "[triage]") {
+  CaseSpec uniform;
+  uniform.dist = "uniform";
+  for (const InputFinding& f : find_input_problems(generate_inputs(uniform))) CHECK_FALSE(f.defect);
+  const std::vector<InputFinding> nan = find_input_problems(with_nan_key());
+  const auto found = std::find_if(nan.begin(), nan.end(), [](const InputFinding& f) { return f.id == "input-nan"; });
+  REQUIRE(found != nan.end());
+  CHECK(found->evidence == "k holds 1 NaN, the first at b=1 h=1 row 23 col 5");
+  CHECK(found->defect);
+
+  CaseSpec large;
+  large.shape = {1, 2, 64, 256, 64};
+  large.dist = "large";
+  large.mask = "padding=0";
+  large.shape.batch = 1;
+  const std::vector<InputFinding> masked = find_input_problems(generate_inputs(large));
+  CHECK(has(masked, "fully-masked-rows"));
+  large.mask = "none";
+  const std::vector<InputFinding> big = find_input_problems(generate_inputs(large));
+  CHECK(has(big, "score-overflow-unscaled"));
+  CHECK(has(big, "exp-overflow-risk"));
+  CHECK_FALSE(has(big, "fully-masked-rows"));
+}
+
+TEST_CASE("a failing case is minimized to the row and key that cause it", "[triage]") {
+  const AttentionInputs in = with_nan_key();
+  std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated");
+  const CaseResult r = judge_case(*impl, in, describe_case(in, "nan", "none", "normal", 9), nullptr);
+  REQUIRE(r.divergence);
+  CHECK(r.divergence->cause == "input-nan");
+  const std::optional<Minimized> m = minimize(*impl, in, *r.divergence, false);
+  REQUIRE(m);
+  CHECK(m->inputs.problem.shape == Shape{1, 1, 1, 1, 8});
+  REQUIRE(m->judged.result.divergence);
+  CHECK(m->judged.result.divergence->cause == "input-nan");
+  CHECK(std::isnan(m->inputs.k.get(5)));
+}
+
+TEST_CASE("slicing a case keeps every mask part's meaning", "[triage]") {
+  CaseSpec spec;
+  spec.shape = {2, 2, 30, 50, 64};
+  spec.mask = "causal-br+padding+bool";
+  spec.seed = 4;
+  const AttentionInputs in = generate_inputs(spec);
+  const AttentionInputs part = slice_case(in, 1, 0, 5, 20, 10, 45, 32);
+  for (std::int64_t i = 0; i < 15; ++i)
+    for (std::int64_t j = 0; j < 35; ++j) {
+      CHECK(mask_bias(part.problem.mask, part.problem.shape, 0, 0, i, j) ==
+            mask_bias(in.problem.mask, in.problem.shape, 1, 0, i + 5, j + 10));
+    }
+  CHECK(part.problem.scale == in.problem.scale);
+}
+
+TEST_CASE("triage on the command line: findings, verdicts, a minimized fixture, exit codes", "[triage]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "fc_triage_test";
+  fs::create_directories(dir);
+  const AttentionInputs in = with_nan_key();
+  write_npz((dir / "report.npz").string(), {{"q", in.q}, {"k", in.k}, {"v", in.v}});
+  const std::string cli = FC_CLI_PATH;
+  const std::string out = (dir / "out.txt").string();
+  const int status = std::system((cli + " triage " + (dir / "report.npz").string() + " --minimize " +
+                                  (dir / "minimal.h5").string() + " > " + out)
+                                     .c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  std::ifstream text(out);
+  const std::string all((std::istreambuf_iterator<char>(text)), std::istreambuf_iterator<char>());
+  CHECK(all.find("input-nan: k holds 1 NaN") != std::string::npos);
+  CHECK(all.find("B2 H2 S40 D64 -> B1 H1 S1 D8") != std::string::npos);
+  CHECK(fs::exists(dir / "minimal.h5"));
+  const int replay = std::system((cli + " replay " + (dir / "minimal.h5").string() + " > /dev/null").c_str());
+  CHECK(WEXITSTATUS(replay) == 1);  // the minimal case still diverges
+  fs::remove_all(dir);
+}
+
+}  // namespace fc
