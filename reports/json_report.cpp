@@ -170,6 +170,11 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
       .field("json_schema", 1)
       .field("command", info.command)
       .field("device", info.device);
+  if (!info.input_findings.empty()) {
+    j.key("input_findings").begin_array();
+    for (const auto& [id, evidence] : info.input_findings) j.begin_object().field("id", id).field("evidence", evidence).end_object();
+    j.end_array();
+  }
   j.key("summary").begin_object();
   for (const auto& [k, v] : counts) j.field(k, v);
   j.end_object();

@@ -14,6 +14,7 @@ struct ReportFiles {
 
 // JSON of the cases; JUnit of `junit` (or, when empty, one testcase per case).
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
-                        const std::string& suite, std::vector<JunitCase> junit = {});
+                        const std::string& suite, std::vector<JunitCase> junit = {},
+                        const std::vector<std::pair<std::string, std::string>>& input_findings = {});
 
 }  // namespace fc

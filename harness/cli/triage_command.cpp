@@ -106,7 +106,9 @@ int run_triage(const TriageCommand& command) {
       }
     }
   }
-  write_report_files(command.reports, command.command_line, results, "triage");
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (const InputFinding& f : findings) listed.emplace_back(f.id, f.evidence);
+  write_report_files(command.reports, command.command_line, results, "triage", {}, listed);
   const bool diverged = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.verdict != Verdict::pass && r.verdict != Verdict::skipped; });
   return diverged || defect ? kExitDiverged : kExitPass;
 }

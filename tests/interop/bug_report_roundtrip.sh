@@ -1,0 +1,26 @@
+#!/bin/sh
+# scripts/write_bug_report.py as a PyTorch user runs it (numpy and h5py only here): both forms
+# of the demo report read back by flashcore-check as the same case.
+#   bug_report_roundtrip.sh CLI SOURCE_DIR
+cli=$1 src=$2
+py=""
+for candidate in /usr/bin/python3 python3; do
+  if "$candidate" -c "import h5py, numpy" >/dev/null 2>&1; then py=$candidate; break; fi
+done
+[ -n "$py" ] || { echo "no Python with h5py and numpy (install python3-h5py python3-numpy)"; exit 1; }
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+"$py" "$src/scripts/write_bug_report.py" --demo "$dir" || exit 1
+for ext in npz h5; do
+  "$cli" triage "$dir/demo.$ext" > "$dir/$ext.txt"
+  code=$?
+  [ $code -eq 0 ] || { echo "triage of demo.$ext exited $code"; cat "$dir/$ext.txt"; exit 1; }
+  grep -q "fully-masked-rows: 2 query rows" "$dir/$ext.txt" || { echo "demo.$ext: masked rows not found"; exit 1; }
+  "$cli" reference "$dir/demo.$ext" --out "$dir/ref.$ext.h5" >/dev/null || exit 1
+done
+"$py" - "$dir/ref.npz.h5" "$dir/ref.h5.h5" <<'PY' || exit 1
+import sys, h5py, numpy as np
+a, b = (h5py.File(p, "r")["/reference/full/output"][...] for p in sys.argv[1:])
+sys.exit(0 if np.array_equal(a, b) else 1)
+PY
+echo "the .npz and .h5 reports read back as the same case"
