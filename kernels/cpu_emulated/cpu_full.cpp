@@ -1,6 +1,7 @@
 // cpu-emulated: an unfused attention on the CPU with a GPU kernel's arithmetic (fp32 scores,
 // fp32 softmax with fast exp, fp32-accumulated P.V stored in the input format). It runs
 // where no GPU is, so every machine can trace a real implementation end to end.
+#include "kernels/common/stage_graphs.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
@@ -19,18 +20,8 @@ class CpuFull final : public Implementation {
   bool on_gpu() const override { return false; }
   std::vector<std::string> faults() const override { return {"no-max-subtract", "masked-row-nan"}; }
 
-  StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm.kind = Algorithm::Kind::full;
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    g.stages = {
-        {StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
-        {StageKind::softmax, -1, -1,
-         {{"", Quantity::probs, DType::f32}, {"max", Quantity::row_max, DType::f32}, {"sum", Quantity::row_sum, DType::f32}}},
-        {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}},
-    };
-    return g;
-  }
+  StageGraph stage_graph(const Problem& p) const override { return full_stage_graph(p, {}); }
+
 
   void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;

@@ -3,6 +3,7 @@
 // sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize.
 #include <algorithm>
 
+#include "kernels/common/stage_graphs.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
@@ -27,27 +28,13 @@ class CpuPaged final : public Implementation {
   }
 
   StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm = {Algorithm::Kind::blocked, kPageWidth, 0};
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    g.arithmetic.softmax.out = p.dtype;  // p~ is stored as the P.V operand
-    g.arithmetic.pv.out = DType::f32;    // the running accumulator
-    g.arithmetic.pv.operand = p.dtype;
-    const int pages = static_cast<int>(tile_count(0, p.shape.kv_len, kPageWidth));
-    for (int j = 0; j < pages; ++j) {
-      g.stages.push_back({StageKind::qk, -1, j, {{"", Quantity::scores, DType::f32}}});
-      g.stages.push_back({StageKind::softmax, -1, j,
-                          {{"", Quantity::p_tilde, p.dtype},
-                           {"max", Quantity::row_max, DType::f32},
-                           {"sum", Quantity::row_sum, DType::f32}}});
-      if (j > 0 || faulty("first-page-rescale")) {
-        g.stages.push_back({StageKind::rescale, -1, j, {{"", Quantity::rescaled_acc, DType::f32}}, true});
-      }
-      g.stages.push_back({StageKind::pv, -1, j, {{"", Quantity::acc, DType::f32}}, j > 0 || faulty("beta-first-page")});
-    }
-    g.stages.push_back({StageKind::normalize, -1, -1, {{"", Quantity::output, p.dtype}}});
-    return g;
+    PagedGraph o;
+    o.page_width = kPageWidth;
+    o.rescale_first_page = faulty("first-page-rescale");
+    o.accumulate_first_page = faulty("beta-first-page");
+    return paged_stage_graph(p, o);
   }
+
 
   void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "kernels/common/stage_graphs.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/lt_gemm.h"
 #include "kernels/cublaslt_paged/cublaslt_paged.h"
@@ -47,31 +48,16 @@ class CublasLtPaged final : public Implementation {
   }
 
   StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm = {Algorithm::Kind::blocked, page_width_, 0};
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    g.arithmetic.qk.out = score_dtype(p);
-    g.arithmetic.softmax.out = p.dtype;  // p~ is the fp16/bf16 operand of the P.V matmul
-    g.arithmetic.pv.out = DType::f32;
-    g.arithmetic.pv.operand = p.dtype;
-    g.arithmetic.qk.tensor_cores = g.arithmetic.pv.tensor_cores = true;  // cuBLASLt HMMA matmuls
-    const int pages = static_cast<int>(tile_count(0, p.shape.kv_len, page_width_));
-    // fp16-scores stores q.k before the scale: the quantity is the stored value times scale.
-    const double score_scale = faulty("fp16-scores") ? p.scale : 1.0;
-    for (int j = 0; j < pages; ++j) {
-      g.stages.push_back({StageKind::qk, -1, j, {{"", Quantity::scores, score_dtype(p), score_scale}}});
-      g.stages.push_back({StageKind::softmax, -1, j,
-                          {{"", Quantity::p_tilde, p.dtype},
-                           {"max", Quantity::row_max, DType::f32},
-                           {"sum", Quantity::row_sum, DType::f32}}});
-      if (j > 0 || faulty("first-page-rescale")) {
-        g.stages.push_back({StageKind::rescale, -1, j, {{"", Quantity::rescaled_acc, DType::f32}}, true});
-      }
-      g.stages.push_back({StageKind::pv, -1, j, {{"", Quantity::acc, DType::f32}}, j > 0 || faulty("beta-first-page")});
-    }
-    g.stages.push_back({StageKind::normalize, -1, -1, {{"", Quantity::output, p.dtype}}});
-    return g;
+    PagedGraph o;
+    o.page_width = page_width_;
+    o.scores = score_dtype(p);
+    o.score_scale = faulty("fp16-scores") ? p.scale : 1.0;  // q.k stored before the scale
+    o.tensor_cores = true;                                  // cuBLASLt HMMA matmuls
+    o.rescale_first_page = faulty("first-page-rescale");
+    o.accumulate_first_page = faulty("beta-first-page");
+    return paged_stage_graph(p, o);
   }
+
 
   std::vector<DescriptorReport> describe(const Problem& p) const override {
     std::vector<DescriptorReport> reports;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "kernels/common/stage_graphs.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/lt_gemm.h"
 #include "kernels/cublaslt_paged/page_kernels.h"
@@ -36,22 +37,10 @@ class CublasLtSplitK final : public Implementation {
   }
 
   StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm.kind = Algorithm::Kind::full;
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    g.arithmetic.qk.out = score_dtype();
-    g.arithmetic.softmax.out = p.dtype;
-    g.arithmetic.pv.operand = p.dtype;
-    g.arithmetic.qk.tensor_cores = g.arithmetic.pv.tensor_cores = true;  // cuBLASLt HMMA matmuls
-    const double score_scale = faulty("fp16-scores") ? p.scale : 1.0;
-    g.stages = {
-        {StageKind::qk, -1, -1, {{"", Quantity::scores, score_dtype(), score_scale}}},
-        {StageKind::softmax, -1, -1,
-         {{"", Quantity::probs, p.dtype}, {"max", Quantity::row_max, DType::f32}, {"sum", Quantity::row_sum, DType::f32}}},
-        {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}},
-    };
-    return g;
+    // cuBLASLt HMMA matmuls; fp16-scores stores q.k before the scale.
+    return full_stage_graph(p, {score_dtype(), faulty("fp16-scores") ? p.scale : 1.0, p.dtype, true});
   }
+
 
   std::vector<DescriptorReport> describe(const Problem& p) const override {
     const LtGemm qk(qk_config(p)), pv(pv_config(p));

@@ -1,5 +1,6 @@
 // naive: qk, softmax and pv as three plain CUDA kernels over whole rows (fp32 scores and
 // probabilities, output in the input format). The known-good GPU baseline.
+#include "kernels/common/stage_graphs.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/naive/naive.h"
 #include "kernels/naive/naive_kernels.h"
@@ -17,19 +18,10 @@ class Naive final : public Implementation {
   std::vector<std::string> faults() const override { return {"fp16-scores", "no-max-subtract", "masked-row-nan"}; }
 
   StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm.kind = Algorithm::Kind::full;
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    const DType scores = faulty("fp16-scores") ? DType::f16 : DType::f32;
-    g.arithmetic.qk.out = scores;
-    g.stages = {
-        {StageKind::qk, -1, -1, {{"", Quantity::scores, scores, faulty("fp16-scores") ? p.scale : 1.0}}},
-        {StageKind::softmax, -1, -1,
-         {{"", Quantity::probs, DType::f32}, {"max", Quantity::row_max, DType::f32}, {"sum", Quantity::row_sum, DType::f32}}},
-        {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}},
-    };
-    return g;
+    const bool fp16_scores = faulty("fp16-scores");
+    return full_stage_graph(p, {fp16_scores ? DType::f16 : DType::f32, fp16_scores ? p.scale : 1.0, DType::f32, false});
   }
+
 
   void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
