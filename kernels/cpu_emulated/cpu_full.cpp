@@ -1,11 +1,11 @@
 // cpu-emulated: an unfused attention on the CPU with a GPU kernel's arithmetic (fp32 scores,
 // fp32 softmax with fast exp, fp32-accumulated P.V stored in the input format). It runs
 // where no GPU is, so every machine can trace a real implementation end to end.
+#include "core/parallel.h"
 #include "kernels/common/stage_graphs.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
-#include "core/parallel.h"
 #include "reference/attention.h"
 
 namespace fc {

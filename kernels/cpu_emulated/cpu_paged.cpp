@@ -3,11 +3,11 @@
 // sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize.
 #include <algorithm>
 
+#include "core/parallel.h"
 #include "kernels/common/stage_graphs.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
-#include "core/parallel.h"
 #include "reference/attention.h"
 
 namespace fc {

@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "core/error.h"
-#include "kernels/common/stage_graphs.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/lt_gemm.h"
+#include "kernels/common/stage_graphs.h"
 #include "kernels/cublaslt_paged/cublaslt_paged.h"
 #include "kernels/cublaslt_paged/page_kernels.h"
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <memory>
 
-#include "kernels/common/stage_graphs.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/lt_gemm.h"
+#include "kernels/common/stage_graphs.h"
 #include "kernels/cublaslt_paged/page_kernels.h"
 #include "kernels/cublaslt_splitk/cublaslt_splitk.h"
 #include "kernels/cublaslt_splitk/split_k_tuning.h"

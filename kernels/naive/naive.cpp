@@ -1,7 +1,7 @@
 // naive: qk, softmax and pv as three plain CUDA kernels over whole rows (fp32 scores and
 // probabilities, output in the input format). The known-good GPU baseline.
-#include "kernels/common/stage_graphs.h"
 #include "kernels/common/device_inputs.h"
+#include "kernels/common/stage_graphs.h"
 #include "kernels/naive/naive.h"
 #include "kernels/naive/naive_kernels.h"
 
