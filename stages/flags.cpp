@@ -7,16 +7,6 @@
 #include "core/numeric.h"
 
 namespace fc {
-namespace {
-// Signatures: high payload bits that no arithmetic produces (NVIDIA's canonical NaNs are
-// 0x7FFFFFFF and 0x7FFF, x86's 0x7FC00000 and its fp16/bf16 conversions 0x7E00, 0x7FC0).
-constexpr std::uint32_t kF32Signature = 0x7FDA5E00u, kF32Mask = 0xFFFFFF00u;
-constexpr std::uint32_t kF16Signature = 0x7F00u, kF16Mask = 0xFF00u;
-constexpr std::uint32_t kBF16Signature = 0x7FC0u, kBF16Mask = 0xFFC0u;
-
-bool valid_id(int id) { return id >= 1 && id <= kMaxPoisonId; }
-}  // namespace
-
 float FlagCounts::max_abs() const {
   float f;
   std::memcpy(&f, &max_abs_bits, sizeof f);
@@ -24,25 +14,23 @@ float FlagCounts::max_abs() const {
 }
 
 std::uint32_t poison_bits(DType dtype, int id) {
-  if (!valid_id(id)) throw Error("poison id " + std::to_string(id) + " outside 1.." + std::to_string(kMaxPoisonId));
+  if (id < 1 || id > kMaxPoisonId) throw Error("poison id " + std::to_string(id) + " outside 1.." + std::to_string(kMaxPoisonId));
   const auto payload = static_cast<std::uint32_t>(id);
   switch (dtype) {
-    case DType::f32: return kF32Signature | payload;
-    case DType::f16: return kF16Signature | payload;
-    case DType::bf16: return kBF16Signature | payload;
+    case DType::f32: return kF32PoisonSignature | payload;
+    case DType::f16: return kF16PoisonSignature | payload;
+    case DType::bf16: return kBF16PoisonSignature | payload;
     default: throw Error(std::string("no poison pattern for ") + dtype_name(dtype));
   }
 }
 
 int poison_id(DType dtype, std::uint32_t bits) {
-  int id = 0;
   switch (dtype) {
-    case DType::f32: id = (bits & kF32Mask) == kF32Signature ? static_cast<int>(bits & 0xFF) : 0; break;
-    case DType::f16: id = (bits & kF16Mask) == kF16Signature ? static_cast<int>(bits & 0xFF) : 0; break;
-    case DType::bf16: id = (bits & kBF16Mask) == kBF16Signature ? static_cast<int>(bits & 0x3F) : 0; break;
+    case DType::f32: return poison_payload(bits, kF32PoisonSignature, kF32PoisonMask);
+    case DType::f16: return poison_payload(bits, kF16PoisonSignature, kF16PoisonMask);
+    case DType::bf16: return poison_payload(bits, kBF16PoisonSignature, kBF16PoisonMask);
     default: return 0;
   }
-  return valid_id(id) ? id : 0;
 }
 
 FlagCounts host_flags(const TensorView& view) {

@@ -10,11 +10,26 @@
 // NaN gives the canonical NaN on NVIDIA GPUs, so only copies carry a payload through.
 #include <cstdint>
 
+#include "core/host_device.h"
 #include "stages/tensor_view.h"
 
 namespace fc {
 
 inline constexpr int kMaxPoisonId = 62;
+
+// Signatures: high payload bits that no arithmetic produces (NVIDIA's canonical NaNs are
+// 0x7FFFFFFF and 0x7FFF, x86's 0x7FC00000 and its fp16/bf16 conversions 0x7E00, 0x7FC0).
+// The bits outside the mask carry the buffer id.
+inline constexpr std::uint32_t kF32PoisonSignature = 0x7FDA5E00u, kF32PoisonMask = 0xFFFFFF00u;
+inline constexpr std::uint32_t kF16PoisonSignature = 0x7F00u, kF16PoisonMask = 0xFF00u;
+inline constexpr std::uint32_t kBF16PoisonSignature = 0x7FC0u, kBF16PoisonMask = 0xFFC0u;
+
+// The buffer id `bits` carries under one format's signature and mask, or 0 when `bits` is
+// not a poison pattern: the one decoding the host flags and the flag kernel share.
+FC_HOST_DEVICE constexpr int poison_payload(std::uint32_t bits, std::uint32_t signature, std::uint32_t mask) {
+  const std::uint32_t id = (bits & mask) == signature ? bits & ~mask : 0u;
+  return id >= 1 && id <= static_cast<std::uint32_t>(kMaxPoisonId) ? static_cast<int>(id) : 0;
+}
 inline constexpr unsigned long long kNoIndex = ~0ull;
 
 struct FlagCounts {

@@ -24,23 +24,17 @@ struct LocalFlags {
 };
 
 // Bit layout of each format: where the exponent saturates, where subnormals end, and how
-// to read a poison id (signature masks as in stages/flags.cpp).
+// to read a poison id.
 struct F32Format {
   static constexpr unsigned kBytes = 4;
   static constexpr unsigned kAbsMask = 0x7FFFFFFFu, kInf = 0x7F800000u, kMinNormal = 0x00800000u, kSign = 0x80000000u;
-  __device__ static int poison(unsigned bits) {
-    int id = (bits & 0xFFFFFF00u) == 0x7FDA5E00u ? static_cast<int>(bits & 0xFFu) : 0;
-    return id <= kMaxPoisonId ? id : 0;
-  }
+  __device__ static int poison(unsigned bits) { return poison_payload(bits, kF32PoisonSignature, kF32PoisonMask); }
   __device__ static float to_float(unsigned abs_bits) { return __uint_as_float(abs_bits); }
 };
 struct F16Format {
   static constexpr unsigned kBytes = 2;
   static constexpr unsigned kAbsMask = 0x7FFFu, kInf = 0x7C00u, kMinNormal = 0x0400u, kSign = 0x8000u;
-  __device__ static int poison(unsigned bits) {
-    int id = (bits & 0xFF00u) == 0x7F00u ? static_cast<int>(bits & 0xFFu) : 0;
-    return id <= kMaxPoisonId ? id : 0;
-  }
+  __device__ static int poison(unsigned bits) { return poison_payload(bits, kF16PoisonSignature, kF16PoisonMask); }
   __device__ static float to_float(unsigned abs_bits) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(abs_bits)));
   }
@@ -48,10 +42,7 @@ struct F16Format {
 struct BF16Format {
   static constexpr unsigned kBytes = 2;
   static constexpr unsigned kAbsMask = 0x7FFFu, kInf = 0x7F80u, kMinNormal = 0x0080u, kSign = 0x8000u;
-  __device__ static int poison(unsigned bits) {
-    int id = (bits & 0xFFC0u) == 0x7FC0u ? static_cast<int>(bits & 0x3Fu) : 0;
-    return id >= 1 && id <= kMaxPoisonId ? id : 0;
-  }
+  __device__ static int poison(unsigned bits) { return poison_payload(bits, kBF16PoisonSignature, kBF16PoisonMask); }
   __device__ static float to_float(unsigned abs_bits) { return __uint_as_float(abs_bits << 16); }
 };
 

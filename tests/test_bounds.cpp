@@ -89,7 +89,7 @@ BlockedEmulation observe_blocked(const RandomCase& c, const HeadInputs& in, std:
 
     const MatrixR s = emu::qk(in, col, col_end, a.qk.out);
     const emu::OnlineSoftmax os = emu::online_softmax(s, max, sum, a.softmax.out);
-    const MatrixR rescaled = emu::rescale(acc, max, os.max, a.rescale.out);
+    const MatrixR rescaled = emu::rescale(acc, os.rescale, a.rescale.out);
     const MatrixR next = emu::pv(os.p_tilde, v_rows, &rescaled, a.pv.operand, a.pv.out);
 
     obs.add("qk" + tag, s, ref.scores, a.qk.out, col);

@@ -44,4 +44,25 @@ StageGraph paged_stage_graph(const Problem& p, const PagedGraph& o) {
   return g;
 }
 
+std::vector<PageStages> page_stages(const StageGraph& graph) {
+  std::vector<PageStages> pages;
+  for (std::size_t i = 0; i < graph.stages.size(); ++i) {
+    const Stage& st = graph.stages[i];
+    if (st.tile < 0) continue;
+    if (static_cast<std::size_t>(st.tile) >= pages.size()) pages.resize(static_cast<std::size_t>(st.tile) + 1);
+    PageStages& page = pages[static_cast<std::size_t>(st.tile)];
+    switch (st.kind) {
+      case StageKind::qk: page.qk = i; break;
+      case StageKind::softmax: page.softmax = i; break;
+      case StageKind::pv: page.pv = i; break;
+      case StageKind::rescale:
+        page.rescale = i;
+        page.has_rescale = true;
+        break;
+      default: break;
+    }
+  }
+  return pages;
+}
+
 }  // namespace fc

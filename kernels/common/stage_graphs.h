@@ -27,4 +27,12 @@ struct PagedGraph {
 // p~ is stored in the input format (the P.V operand), the accumulator in fp32.
 StageGraph paged_stage_graph(const Problem& problem, const PagedGraph& options);
 
+// Where page j's stages sit in a paged graph (indices into graph.stages): what a paged
+// implementation passes to the tap after each of them.
+struct PageStages {
+  std::size_t qk = 0, softmax = 0, rescale = 0, pv = 0;
+  bool has_rescale = false;
+};
+std::vector<PageStages> page_stages(const StageGraph& graph);
+
 }  // namespace fc

@@ -54,10 +54,12 @@ class CpuPaged final : public Implementation {
     const DType io = in.problem.dtype;
     const std::int64_t heads = s.batch * s.heads;
     const Dims rows{s.batch, s.heads, s.q_len}, acc_dims{s.batch, s.heads, s.q_len, s.head_dim};
-    std::size_t stage = 0;
-    const std::int64_t pages = tile_count(0, s.kv_len, kPageWidth);
+    const StageGraph graph = stage_graph(in.problem);
+    const std::vector<PageStages> stages = page_stages(graph);
+    const std::int64_t pages = static_cast<std::int64_t>(stages.size());
 
     for (std::int64_t j = 0; j < pages; ++j) {
+      const PageStages& st = stages[static_cast<std::size_t>(j)];
       const std::int64_t c0 = j * kPageWidth, c1 = std::min(s.kv_len, c0 + kPageWidth), n = c1 - c0;
       const Dims page_dims{s.batch, s.heads, s.q_len, n};
 
@@ -66,8 +68,7 @@ class CpuPaged final : public Implementation {
           emu::write_block(*scores_, bh, emu::qk(head_inputs(in, bh / s.heads, bh % s.heads), c0, c1, DType::f32));
         });
       }
-      if (ctx.tap) ctx.tap->capture(stage, 0, scores_->view(page_dims));
-      ++stage;
+      if (ctx.tap) ctx.tap->capture(st.qk, 0, scores_->view(page_dims));
 
       parallel_for(heads, [&](std::int64_t bh) {
         const MatrixR prev_max = j == 0 ? MatrixR::Constant(s.q_len, 1, -INFINITY) : emu::read_block(*max_, bh, s.q_len, 1);
@@ -80,36 +81,27 @@ class CpuPaged final : public Implementation {
         emu::write_block(*rescale_, bh, os.rescale);
       });
       if (ctx.tap) {
-        ctx.tap->capture(stage, 0, p_tilde_->view(page_dims));
-        ctx.tap->capture(stage, 1, max_->view(rows));
-        ctx.tap->capture(stage, 2, sum_->view(rows));
+        ctx.tap->capture(st.softmax, 0, p_tilde_->view(page_dims));
+        ctx.tap->capture(st.softmax, 1, max_->view(rows));
+        ctx.tap->capture(st.softmax, 2, sum_->view(rows));
       }
-      ++stage;
 
-      if (j > 0 || faulty("first-page-rescale")) {  // the fault rescales the unwritten accumulator of page 0
+      if (st.has_rescale) {  // first-page-rescale: page 0 rescales the unwritten accumulator
         parallel_for(heads, [&](std::int64_t bh) {
-          MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
-          const MatrixR r = emu::read_block(*rescale_, bh, s.q_len, 1);
-          for (Eigen::Index i = 0; i < acc.rows(); ++i) {
-            for (Eigen::Index c = 0; c < acc.cols(); ++c) {
-              acc(i, c) = static_cast<float>(r(i, 0)) * static_cast<float>(acc(i, c));
-            }
-          }
-          emu::write_block(*acc_, bh, acc);
+          const MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
+          emu::write_block(*acc_, bh, emu::rescale(acc, emu::read_block(*rescale_, bh, s.q_len, 1), DType::f32));
         });
-        if (ctx.tap) ctx.tap->capture(stage, 0, acc_->view(acc_dims));
-        ++stage;
+        if (ctx.tap) ctx.tap->capture(st.rescale, 0, acc_->view(acc_dims));
       }
 
       parallel_for(heads, [&](std::int64_t bh) {
         const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads).middleRows(c0, n);
         const MatrixR pt = emu::read_block(*p_tilde_, bh, s.q_len, n);
-        const bool accumulate = j > 0 || faulty("beta-first-page");  // the fault adds page 0 to stale memory
+        const bool accumulate = graph.stages[st.pv].reads_own_output;  // beta-first-page: page 0 too
         const MatrixR acc = accumulate ? emu::read_block(*acc_, bh, s.q_len, s.head_dim) : MatrixR();
         emu::write_block(*acc_, bh, emu::pv(pt, v, accumulate ? &acc : nullptr, io, DType::f32));
       });
-      if (ctx.tap) ctx.tap->capture(stage, 0, acc_->view(acc_dims));
-      ++stage;
+      if (ctx.tap) ctx.tap->capture(st.pv, 0, acc_->view(acc_dims));
     }
 
     parallel_for(heads, [&](std::int64_t bh) {
@@ -117,7 +109,7 @@ class CpuPaged final : public Implementation {
       const MatrixR l = emu::read_block(*sum_, bh, s.q_len, 1);
       emu::write_block(*out_, bh, emu::normalize(acc, l, io));
     });
-    if (ctx.tap) ctx.tap->capture(stage, 0, out_->view(acc_dims));
+    if (ctx.tap) ctx.tap->capture(graph.stages.size() - 1, 0, out_->view(acc_dims));
   }
 
  private:

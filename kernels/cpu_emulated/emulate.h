@@ -28,7 +28,8 @@ struct OnlineSoftmax {
 OnlineSoftmax online_softmax(const MatrixR& scores_tile, const MatrixR& prev_max, const MatrixR& prev_sum, DType out,
                              SoftmaxFaults faults = {});
 
-MatrixR rescale(const MatrixR& acc, const MatrixR& prev_max, const MatrixR& new_max, DType out);
+// acc[row, :] * factor[row], the factor an online softmax step gave (OnlineSoftmax::rescale).
+MatrixR rescale(const MatrixR& acc, const MatrixR& factor, DType out);
 MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out);
 MatrixR normalize(const MatrixR& acc, const MatrixR& sum, DType out);
 MatrixR lse(const MatrixR& max, const MatrixR& sum, DType out);

@@ -26,11 +26,6 @@ namespace {
 
 constexpr std::int64_t kDefaultPageWidth = 128;
 
-struct PageStages {
-  std::size_t qk = 0, softmax = 0, rescale = 0, pv = 0;
-  bool has_rescale = false;
-};
-
 class CublasLtPaged final : public Implementation {
  public:
   explicit CublasLtPaged(std::int64_t page_width) : page_width_(page_width) {}
@@ -129,7 +124,7 @@ class CublasLtPaged final : public Implementation {
         if (ctx.tap) ctx.tap->capture(st.rescale, 0, acc_->view(acc_dims));
       }
 
-      const float beta = j > 0 || faulty("beta-first-page") ? 1.0f : 0.0f;
+      const float beta = graph.stages[st.pv].reads_own_output ? 1.0f : 0.0f;  // beta-first-page: page 0 too
       gemm(p, "pv", n).lint_and_run(*handle_, pv_lint(p, static_cast<std::int64_t>(j)), st.pv, ctx.descriptors, 1.0f,
                                     static_cast<const std::uint8_t*>(in.v()) + j0 * s.head_dim * dsize, p_tilde_->data,
                                     beta, acc_->data, acc_->data, lt_workspace_->data, ctx.stream);
@@ -147,24 +142,6 @@ class CublasLtPaged final : public Implementation {
   std::int64_t page_cols(const Problem& p, std::int64_t j) const {
     const std::int64_t n = std::min(page_width_, p.shape.kv_len - j * page_width_);
     return faulty("tail-page") ? page_width_ : n;
-  }
-
-  static std::vector<PageStages> page_stages(const StageGraph& g) {
-    std::vector<PageStages> pages;
-    for (std::size_t i = 0; i < g.stages.size(); ++i) {
-      const Stage& st = g.stages[i];
-      if (st.tile < 0) continue;
-      if (static_cast<std::size_t>(st.tile) >= pages.size()) pages.resize(static_cast<std::size_t>(st.tile) + 1);
-      PageStages& page = pages[static_cast<std::size_t>(st.tile)];
-      if (st.kind == StageKind::qk) page.qk = i;
-      if (st.kind == StageKind::softmax) page.softmax = i;
-      if (st.kind == StageKind::pv) page.pv = i;
-      if (st.kind == StageKind::rescale) {
-        page.rescale = i;
-        page.has_rescale = true;
-      }
-    }
-    return pages;
   }
 
   GemmConfig qk_config(const Problem& p, std::int64_t n) const {

@@ -1,5 +1,6 @@
 #include "core/check.h"
 #include "kernels/common/element.cuh"
+#include "kernels/common/warp_reduce.cuh"
 #include "kernels/cublaslt_paged/page_kernels.h"
 
 namespace fc {
@@ -8,14 +9,6 @@ namespace {
 constexpr int kRowsPerBlock = 8;  // one warp per row
 constexpr float kNegInf = -__builtin_huge_valf();
 
-__device__ __forceinline__ float warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
-  return x;
-}
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
-  return x;
-}
 __device__ __forceinline__ long long warp_row() { return static_cast<long long>(blockIdx.x) * kRowsPerBlock + threadIdx.y; }
 
 template <class S>

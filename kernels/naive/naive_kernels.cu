@@ -2,6 +2,7 @@
 // nothing clever. The known-good baseline every other implementation is compared with.
 #include "core/check.h"
 #include "kernels/common/element.cuh"
+#include "kernels/common/warp_reduce.cuh"
 #include "kernels/naive/naive_kernels.h"
 
 namespace fc {
@@ -45,15 +46,6 @@ __global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int hea
           from_float<S>(acc[u] * scale + device_mask_bias(mask, b, h, i, j) * bias_scale);
     }
   }
-}
-
-__device__ __forceinline__ float warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
-  return x;
-}
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
-  return x;
 }
 
 // One warp per row; `scale` turns a stored score into a score (1 unless the fp16-scores fault
