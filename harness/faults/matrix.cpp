@@ -31,7 +31,6 @@ void grade(MatrixCell& cell) {
 
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   std::vector<MatrixCell> cells;
-  int number = 0;
   for (const FaultSpec& spec : fault_catalog()) {
     if (!selected(options.faults, spec.id)) continue;
     for (const std::string& name : spec.impls) {
@@ -65,7 +64,6 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
                        faulty.run, faulty.result, faulty.references, s);
       }
       cells.push_back(std::move(cell));
-      ++number;
     }
   }
   return cells;

@@ -36,10 +36,7 @@ class Fa1Scalar final : public Implementation {
     const Problem& p = ctx.inputs.problem;
     FlashParams params = flash_params(p, *ctx.device);
     params.out = out_->data;
-    if (ctx.tap) {
-      params.trace = {trace_.scores->as<float>(), trace_.p_tilde->as<float>(), trace_.row_max->as<float>(),
-                      trace_.row_sum->as<float>(), trace_.acc->as<float>()};
-    }
+    if (ctx.tap) params.trace = flash_trace(trace_);
     launch_fa1(params, static_cast<int>(p.shape.head_dim), p.dtype, ctx.tap != nullptr, ctx.stream);
     if (ctx.tap) {
       capture_fused(*ctx.tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFa1Keys), trace_, {out_, nullptr, nullptr});

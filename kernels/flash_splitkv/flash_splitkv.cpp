@@ -62,8 +62,7 @@ class FlashSplitKv final : public Implementation {
     variant.split = true;
     if (ctx.tap) {
       variant.trace = true;
-      params.trace = {trace_.scores->as<float>(), trace_.p_tilde->as<float>(), trace_.row_max->as<float>(),
-                      trace_.row_sum->as<float>(), trace_.acc->as<float>()};
+      params.trace = flash_trace(trace_);
     }
     launch_flash_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
     launch_combine(partial_out_->as<float>(), partial_lse_->as<float>(), params.splits,

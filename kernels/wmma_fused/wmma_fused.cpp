@@ -45,8 +45,7 @@ class WmmaFused final : public Implementation {
     variant.missing_sync = faulty("missing-sync");
     if (ctx.tap) {
       variant.trace = true;
-      params.trace = {trace_.scores->as<float>(), trace_.p_tilde->as<float>(), trace_.row_max->as<float>(),
-                      trace_.row_sum->as<float>(), trace_.acc->as<float>()};
+      params.trace = flash_trace(trace_);
     }
     launch_flash_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
     if (ctx.tap) capture_fused(*ctx.tap, stage_graph(p), s, layout, trace_, {out_, nullptr, nullptr});
@@ -72,6 +71,11 @@ FlashParams flash_params(const Problem& p, const DeviceInputs& in) {
   params.mask = in.mask();
   params.has_mask = in.has_mask();
   return params;
+}
+
+FlashTrace flash_trace(const FusedTraceBuffers& t) {
+  return {t.scores->as<float>(), t.p_tilde->as<float>(), t.row_max->as<float>(), t.row_sum->as<float>(),
+          t.acc->as<float>()};
 }
 
 std::unique_ptr<Implementation> make_wmma_fused() { return std::make_unique<WmmaFused>(); }
