@@ -58,6 +58,16 @@ double unit_roundoff(DType t) {
   }
 }
 
+double min_normal(DType t) {
+  switch (t) {
+    case DType::f16: return std::ldexp(1.0, -14);
+    case DType::bf16:
+    case DType::f32: return std::ldexp(1.0, -126);
+    case DType::f64: return std::numeric_limits<double>::min();
+    default: throw Error(std::string("normal range of non-float dtype ") + dtype_name(t));
+  }
+}
+
 double min_subnormal(DType t) {
   switch (t) {
     case DType::f16: return std::ldexp(1.0, -24);

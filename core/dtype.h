@@ -18,6 +18,7 @@ bool is_floating(DType t);
 // Floating-point format facts used by the error model (docs/error-model.md).
 double unit_roundoff(DType t);   // u: 2^-11 fp16, 2^-8 bf16, 2^-24 fp32, 2^-53 fp64
 double min_subnormal(DType t);   // smallest positive value
+double min_normal(DType t);      // smallest positive normal value
 double max_finite(DType t);
 
 }  // namespace fc

@@ -31,6 +31,7 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 
 ChainArithmetic nominal_arithmetic(DType io) {
   ChainArithmetic a;
+  a.qk.operand = io;  // q and k are the products' operands, already in the input format
   a.pv.out = io;
   a.normalize.out = io;
   a.combine.out = io;

@@ -27,6 +27,15 @@ double exp_rel_error(double x) { return (4.0 + 4.0 * std::fabs(x)) * kAccU; }
 // Unit roundoff of one addition of the stage's fp32 accumulation.
 double accumulation_unit(const Arithmetic& a) { return a.tensor_cores ? 2 * kAccU : kAccU; }
 
+// |x| as the accumulation sees it: a tensor core aligns products by their operands'
+// exponents, and a subnormal operand counts with the smallest normal exponent of the
+// operand format (docs/error-model.md, "Tensor cores"), so its size is at least that.
+MatrixR accumulated_magnitude(const MatrixR& x, const Arithmetic& a) {
+  if (!a.tensor_cores) return x.cwiseAbs();
+  const double nominal = min_normal(a.operand);
+  return x.unaryExpr([nominal](double v) { return v == 0 ? 0.0 : std::max(std::fabs(v), nominal); });
+}
+
 // Operand rounding inside a stage happens only when the operand format is narrower than
 // what the stage reads.
 double operand_rounding(const Arithmetic& a, DType input_format) {
@@ -68,7 +77,8 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   const double d = static_cast<double>(in.q.cols());
   auto k = in.k.middleRows(col_begin, n);
   MatrixR s = in.scale * (in.q * k.transpose());
-  MatrixR magnitude = in.scale * (in.q.cwiseAbs() * k.cwiseAbs().transpose());
+  const MatrixR magnitude =
+      in.scale * (accumulated_magnitude(in.q, a) * accumulated_magnitude(k, a).transpose());
   s += in.bias.middleCols(col_begin, n);
 
   Bounded out;
@@ -244,17 +254,20 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
   out.format = a.out;
   out.value = p.value * v_rows;
   MatrixR magnitude = p.value.cwiseAbs() * v_abs;
+  MatrixR accumulated = accumulated_magnitude(p.value, a) * accumulated_magnitude(v_rows, a);
   MatrixR propagated = p.bound * v_abs;
   if (acc) {
     out.value += acc->value;
     magnitude += acc->value.cwiseAbs();
+    accumulated += acc->value.cwiseAbs();
     propagated += acc->bound;
   }
   const double underflow = n * kAccEta;
   const Eigen::RowVectorXd operand_floor = eta_p * v_abs.colwise().sum();
   out.bound = propagated.array() +
-              kSafetyFactor * (((n + 2) * accumulation_unit(a) + u_p) * magnitude.array() + u_out * out.value.array().abs() +
-                               operand_floor.replicate(out.value.rows(), 1).array() + underflow) +
+              kSafetyFactor * ((n + 2) * accumulation_unit(a) * accumulated.array() + u_p * magnitude.array() +
+                               u_out * out.value.array().abs() + operand_floor.replicate(out.value.rows(), 1).array() +
+                               underflow) +
               eta(a.out);
   return out;
 }

@@ -28,7 +28,8 @@ struct Arithmetic {
   DType out = DType::f32;      // format the stage stores its main result in
   DType operand = DType::f32;  // format matrix operands are rounded to inside the stage
   // Products summed by tensor cores (HMMA): their fp32 accumulation aligns to the largest
-  // exponent and truncates, up to 2u an addition instead of IEEE round-to-nearest's u
+  // exponent and truncates, up to 2u an addition instead of IEEE round-to-nearest's u, and
+  // a subnormal operand is aligned as if it were the smallest normal number of `operand`
   // (docs/error-model.md, "Tensor cores").
   bool tensor_cores = false;
 };

@@ -2,6 +2,8 @@
 //  - a low-precision emulation of every stage (tests/support/emulate.h) stays within the
 //    end-to-end and the stage-local bound;
 //  - one element moved by 4x its bound is caught, and located exactly.
+#include <algorithm>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,12 +53,17 @@ ChainArithmetic arithmetic_of(const RandomCase& c) {
   return a;
 }
 
+// The emulated Q.K^T runs on (emulated) tensor cores when the case's arithmetic says so.
+std::optional<DType> qk_tensor_cores(const ChainArithmetic& a) {
+  return a.qk.tensor_cores ? std::optional<DType>(a.qk.operand) : std::nullopt;
+}
+
 void observe_full(const RandomCase& c, const HeadInputs& in, Observations& obs) {
   const ChainArithmetic a = arithmetic_of(c);
   const FullReference e2e = full_reference(in, a);
-  const MatrixR s = emu::qk(in, 0, in.k.rows(), c.score_format);
+  const MatrixR s = emu::qk(in, 0, in.k.rows(), c.score_format, qk_tensor_cores(a));
   const emu::Softmax p = emu::softmax(s, c.p_format);
-  const MatrixR o = emu::pv(p.p, in.v, nullptr, c.operand, a.pv.out);
+  const MatrixR o = emu::pv(p.p, in.v, nullptr, c.operand, a.pv.out, a.pv.tensor_cores);
 
   obs.add("qk", s, e2e.scores, c.score_format);
   obs.add("softmax.p", p.p, e2e.softmax.p, c.p_format);
@@ -87,10 +94,10 @@ BlockedEmulation observe_blocked(const RandomCase& c, const HeadInputs& in, std:
     const std::string tag = prefix + "[" + std::to_string(t) + "]";
     const MatrixR v_rows = in.v.middleRows(col, col_end - col);
 
-    const MatrixR s = emu::qk(in, col, col_end, a.qk.out);
+    const MatrixR s = emu::qk(in, col, col_end, a.qk.out, qk_tensor_cores(a));
     const emu::OnlineSoftmax os = emu::online_softmax(s, max, sum, a.softmax.out);
     const MatrixR rescaled = emu::rescale(acc, os.rescale, a.rescale.out);
-    const MatrixR next = emu::pv(os.p_tilde, v_rows, &rescaled, a.pv.operand, a.pv.out);
+    const MatrixR next = emu::pv(os.p_tilde, v_rows, &rescaled, a.pv.operand, a.pv.out, a.pv.tensor_cores);
 
     obs.add("qk" + tag, s, ref.scores, a.qk.out, col);
     obs.add("softmax" + tag + ".p~", os.p_tilde, ref.softmax.p_tilde, a.softmax.out, col);
@@ -191,7 +198,7 @@ TEST_CASE("on 1000 random cases the emulation stays within every bound and a 4x 
           "[bounds]") {
   Rng pick(2024, 7);
   std::int64_t checked = 0;
-  int caught = 0;
+  double largest = 0;  // error / bound, over every element of every case
   for (std::uint64_t seed = 1; seed <= 1000; ++seed) {
     const RandomCase c = random_case(seed);
     std::vector<Observed> all = observe_case(c);
@@ -200,6 +207,7 @@ TEST_CASE("on 1000 random cases the emulation stays within every bound and a 4x 
     for (const Observed& o : all) {
       const Metrics m = compare_head(o.spot, o.kernel, o.reference, o.format);
       checked += m.elements;
+      largest = std::max(largest, m.max_normalized_error);
       if (!m.passed()) FAIL(describe_failure(c, o, m));
     }
 
@@ -224,11 +232,12 @@ TEST_CASE("on 1000 random cases the emulation stays within every bound and a 4x 
     CHECK(m.first_failure->index.row == r);
     CHECK(m.first_failure->index.col == (o.spot.per_row ? -1 : o.spot.col_offset + col));
     CHECK(m.worst->index == m.first_failure->index);
-    ++caught;
   }
-  INFO("elements checked: " << checked);
+  INFO("elements checked: " << checked << ", largest error/bound " << largest);
   CHECK(checked > 1000000);
-  CHECK(caught == 1000);
+  // A bound nothing comes near is not tested by (a): some element must reach half the
+  // c = 2 margin's worth, 0.25 (0.50 is seen: a single rounding at its worst).
+  CHECK(largest >= 0.25);
 }
 
 }  // namespace fc

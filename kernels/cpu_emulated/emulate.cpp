@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/numeric.h"
+#include "kernels/cpu_emulated/tensor_core_sum.h"
 
 namespace fc::emu {
 namespace {
@@ -16,14 +17,21 @@ double store(DType t, float x) { return round_to(t, x); }
 float origin(float m, SoftmaxFaults f) { return f.subtract_max ? m : 0.0f; }
 }  // namespace
 
-MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out) {
+MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out,
+           std::optional<DType> tensor_core_operands) {
   const float scale = static_cast<float>(in.scale);
   MatrixR s(in.q.rows(), col_end - col_begin);
   for (Eigen::Index i = 0; i < in.q.rows(); ++i) {
     for (std::int64_t j = col_begin; j < col_end; ++j) {
       float acc = 0;
-      for (Eigen::Index d = 0; d < in.q.cols(); ++d) {
-        acc = std::fmaf(static_cast<float>(in.q(i, d)), static_cast<float>(in.k(j, d)), acc);
+      if (tensor_core_operands) {
+        TensorCoreSum sum(*tensor_core_operands);
+        for (Eigen::Index d = 0; d < in.q.cols(); ++d) sum.add(in.q(i, d), in.k(j, d));
+        acc = sum.result();
+      } else {
+        for (Eigen::Index d = 0; d < in.q.cols(); ++d) {
+          acc = std::fmaf(static_cast<float>(in.q(i, d)), static_cast<float>(in.k(j, d)), acc);
+        }
       }
       const float bias = static_cast<float>(in.bias(i, j));
       s(i, j - col_begin) = store(out, acc * scale + bias);
@@ -88,14 +96,20 @@ MatrixR rescale(const MatrixR& acc, const MatrixR& factor, DType out) {
   return r;
 }
 
-MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out) {
+MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out, bool tensor_cores) {
   MatrixR r(p.rows(), v_rows.cols());
   for (Eigen::Index i = 0; i < p.rows(); ++i) {
     for (Eigen::Index c = 0; c < v_rows.cols(); ++c) {
       float a = acc ? static_cast<float>((*acc)(i, c)) : 0.0f;
-      for (Eigen::Index j = 0; j < p.cols(); ++j) {
-        const float pj = static_cast<float>(round_to(operand, p(i, j)));
-        a = std::fmaf(pj, static_cast<float>(v_rows(j, c)), a);
+      if (tensor_cores) {
+        TensorCoreSum sum(operand);
+        for (Eigen::Index j = 0; j < p.cols(); ++j) sum.add(round_to(operand, p(i, j)), v_rows(j, c));
+        a += sum.result();
+      } else {
+        for (Eigen::Index j = 0; j < p.cols(); ++j) {
+          const float pj = static_cast<float>(round_to(operand, p(i, j)));
+          a = std::fmaf(pj, static_cast<float>(v_rows(j, c)), a);
+        }
       }
       r(i, c) = store(out, a);
     }

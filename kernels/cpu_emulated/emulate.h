@@ -1,8 +1,10 @@
 #pragma once
 // A CPU emulation of each stage as a GPU kernel computes it: inputs in their stored format,
-// fp32 accumulation in sequential order, exp through exp2f(x * log2 e) as GPU fast math
-// does, results rounded to the stage's output format. The bound tests hold the error
+// fp32 accumulation in sequential order (or as a tensor core accumulates: tensor_core_sum.h),
+// exp through exp2f(x * log2 e) as GPU fast math does, results rounded to the stage's
+// output format. The bound tests hold the error
 // bounds of reference/stage_eval.h against it.
+#include <optional>
 #include <vector>
 
 #include "reference/stage_eval.h"
@@ -15,7 +17,10 @@ struct SoftmaxFaults {
   bool guard_masked = true;  // masked-row-nan
 };
 
-MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out);
+// tensor_core_operands: the format of q and k when their products run on tensor cores
+// (then scaled in fp32, as a GEMM epilogue does); none: an fp32 FMA chain.
+MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out,
+           std::optional<DType> tensor_core_operands = std::nullopt);
 
 struct Softmax {
   MatrixR p, max, sum;
@@ -30,7 +35,10 @@ OnlineSoftmax online_softmax(const MatrixR& scores_tile, const MatrixR& prev_max
 
 // acc[row, :] * factor[row], the factor an online softmax step gave (OnlineSoftmax::rescale).
 MatrixR rescale(const MatrixR& acc, const MatrixR& factor, DType out);
-MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out);
+// p rounded to `operand`; on tensor cores the products are summed from zero and acc added
+// once after (a GEMM's beta = 1 epilogue), otherwise an fp32 FMA chain starting from acc.
+MatrixR pv(const MatrixR& p, const MatrixR& v_rows, const MatrixR* acc, DType operand, DType out,
+           bool tensor_cores = false);
 MatrixR normalize(const MatrixR& acc, const MatrixR& sum, DType out);
 MatrixR lse(const MatrixR& max, const MatrixR& sum, DType out);
 MatrixR combine(const std::vector<MatrixR>& outs, const std::vector<MatrixR>& lses, DType out);
