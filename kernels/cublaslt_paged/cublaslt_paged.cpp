@@ -6,15 +6,15 @@
 //   pv[j]       O = P~_j V_j + beta O, beta = 0 on the first page, 1 after
 // and at the end normalize: O / l in the input format.
 //
-// Layouts (cuBLASLt is column-major; our row-major [R x C] is its [C x R] with ld = C):
-//   qk: S_j^T [n x Sq] = op(K_j) Q^T with K_j stored [D x n] (ld D), transposed; Q [D x Sq] (ld D)
-//   pv: O^T [D x Sq] = V_j^T P~_j^T with V_j stored [D x n] (ld D); P~_j [n x Sq] (ld n)
+// Layouts: kernels/common/attention_gemms.h, over the page's n keys.
 // Faults (docs/faults.md) live here, beside the code they break.
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "core/error.h"
+#include "kernels/common/attention_gemms.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/lt_gemm.h"
 #include "kernels/common/stage_graphs.h"
@@ -145,28 +145,16 @@ class CublasLtPaged final : public Implementation {
   }
 
   GemmConfig qk_config(const Problem& p, std::int64_t n) const {
-    const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads, d = s.head_dim;
-    GemmConfig c;
+    GemmConfig c = qk_gemm(p, n, score_dtype(p));
     c.name = "qk (" + std::to_string(n) + " keys)";
-    // K_j stored column-major [D x n]; rows-cols-swap builds it as [n x D] with the same ld.
-    c.a = faulty("rows-cols-swap") ? LtOperand{p.dtype, n, d, d, heads, s.kv_len * d}
-                                   : LtOperand{p.dtype, d, n, d, heads, s.kv_len * d};
-    c.b = {p.dtype, d, s.q_len, d, heads, s.q_len * d};
-    c.c = {score_dtype(p), n, s.q_len, n, heads, s.q_len * n};
-    c.transpose_a = true;
+    if (faulty("rows-cols-swap")) std::swap(c.a.rows, c.a.cols);  // K_j built as [n x D], same ld
     c.int32_batch_attributes = faulty("attr-int32");
     return c;
   }
 
   GemmConfig pv_config(const Problem& p, std::int64_t n) const {
-    const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads, d = s.head_dim;
-    GemmConfig c;
+    GemmConfig c = pv_gemm(p, n, DType::f32);  // into the running fp32 accumulator
     c.name = "pv (" + std::to_string(n) + " keys)";
-    c.a = {p.dtype, d, n, d, heads, s.kv_len * d};
-    c.b = {p.dtype, n, s.q_len, n, heads, s.q_len * n};
-    c.c = {DType::f32, d, s.q_len, d, heads, s.q_len * d};
     c.int32_batch_attributes = faulty("attr-int32");
     return c;
   }

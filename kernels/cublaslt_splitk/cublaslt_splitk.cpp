@@ -3,13 +3,13 @@
 //   qk       S = scale * Q K^T over all keys (fp32 scores), then the mask
 //   softmax  whole rows: p in the input format, row max and sum
 //   pv       O = P V in the input format
-// Layouts as cublaslt-paged: S^T [Sk x Sq] = op(K) Q^T with K stored [D x Sk] (ld D),
-// transposed; O^T [D x Sq] = V^T P^T with V stored [D x Sk] and P [Sk x Sq] (ld Sk).
+// Layouts: kernels/common/attention_gemms.h, over all Sk keys.
 #include <map>
 #include <memory>
+#include <utility>
 
+#include "kernels/common/attention_gemms.h"
 #include "kernels/common/device_inputs.h"
-#include "kernels/common/lt_gemm.h"
 #include "kernels/common/stage_graphs.h"
 #include "kernels/cublaslt_paged/page_kernels.h"
 #include "kernels/cublaslt_splitk/cublaslt_splitk.h"
@@ -112,28 +112,17 @@ class CublasLtSplitK final : public Implementation {
   float alpha(const Problem& p) const { return faulty("fp16-scores") ? 1.0f : static_cast<float>(p.scale); }
 
   GemmConfig qk_config(const Problem& p) const {
-    const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads, d = s.head_dim;
-    GemmConfig c;
+    GemmConfig c = qk_gemm(p, p.shape.kv_len, score_dtype());
     c.name = "qk";
-    c.a = faulty("rows-cols-swap") ? LtOperand{p.dtype, s.kv_len, d, d, heads, s.kv_len * d}
-                                   : LtOperand{p.dtype, d, s.kv_len, d, heads, s.kv_len * d};
-    c.b = {p.dtype, d, s.q_len, d, heads, s.q_len * d};
-    c.c = {score_dtype(), s.kv_len, s.q_len, s.kv_len, heads, s.q_len * s.kv_len};
-    c.transpose_a = true;
+    if (faulty("rows-cols-swap")) std::swap(c.a.rows, c.a.cols);  // K built as [Sk x D], same ld
     c.max_workspace = static_cast<std::size_t>(kWorkspaceBytes);
     c.int32_batch_attributes = faulty("attr-int32");
     return c;
   }
 
   GemmConfig pv_config(const Problem& p) const {
-    const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads, d = s.head_dim;
-    GemmConfig c;
+    GemmConfig c = pv_gemm(p, p.shape.kv_len, p.dtype);
     c.name = "pv";
-    c.a = {p.dtype, d, s.kv_len, d, heads, s.kv_len * d};
-    c.b = {p.dtype, s.kv_len, s.q_len, s.kv_len, heads, s.q_len * s.kv_len};
-    c.c = {p.dtype, d, s.q_len, d, heads, s.q_len * d};
     c.max_workspace = static_cast<std::size_t>(kWorkspaceBytes);
     c.int32_batch_attributes = faulty("attr-int32");
     return c;
