@@ -65,5 +65,8 @@ class Implementation {
 // Every implementation built into this binary, in a stable order.
 std::vector<std::unique_ptr<Implementation>> make_implementations();
 std::unique_ptr<Implementation> make_implementation(const std::string& name);  // null if unknown
+// The implementations named, in the order given (all, when `names` is empty); an unknown name
+// is an Error "--impl 'NAME': unknown implementation (built: ...)".
+std::vector<std::unique_ptr<Implementation>> select_implementations(const std::vector<std::string>& names);
 
 }  // namespace fc

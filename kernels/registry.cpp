@@ -42,4 +42,19 @@ std::unique_ptr<Implementation> make_implementation(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::unique_ptr<Implementation>> select_implementations(const std::vector<std::string>& names) {
+  if (names.empty()) return make_implementations();
+  std::vector<std::unique_ptr<Implementation>> chosen;
+  for (const std::string& name : names) {
+    std::unique_ptr<Implementation> impl = make_implementation(name);
+    if (!impl) {
+      std::string known;
+      for (const auto& i : make_implementations()) known += (known.empty() ? "" : ", ") + i->name();
+      throw Error("--impl '" + name + "': unknown implementation (built: " + known + ")");
+    }
+    chosen.push_back(std::move(impl));
+  }
+  return chosen;
+}
+
 }  // namespace fc

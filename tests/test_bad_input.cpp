@@ -25,9 +25,11 @@ struct Outcome {
   std::vector<std::string> stderr_lines;
 };
 
-Outcome run(const std::string& arguments, const fs::path& dir) {
+// `environment`: assignments put before the command (CUDA_VISIBLE_DEVICES= hides the GPUs).
+Outcome run(const std::string& arguments, const fs::path& dir, const std::string& environment = "") {
   const fs::path err = dir / "stderr.txt";
-  const std::string command = std::string(FC_CLI_PATH) + " " + arguments + " >/dev/null 2>" + err.string();
+  const std::string command =
+      environment + " " + std::string(FC_CLI_PATH) + " " + arguments + " >/dev/null 2>" + err.string();
   const int status = std::system(command.c_str());
   Outcome o;
   o.crashed = !WIFEXITED(status);
@@ -165,6 +167,32 @@ TEST_CASE("files that are not what a command reads are refused in one line", "[b
   o = run("--trace --frobnicate", w.dir);
   CHECK(o.exit_code == 2);
   CHECK(o.stderr_lines.size() == 1);
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("unknown names and options out of place are one line and exit 2, never an empty run", "[bad-input]") {
+  Workspace w;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"faults --fault typo", "--fault 'typo': unknown fault"},
+      {"faults --impl nosuch", "--impl 'nosuch': unknown implementation"},
+      {"bench --impl nosuch", "--impl 'nosuch': unknown implementation"},
+      {"describe --impl nosuch", "--impl 'nosuch': unknown implementation"},
+      {"--trace --impl nosuch", "--impl 'nosuch': unknown implementation"},
+      {"--inject rows-cols-swap describe --impl cublaslt-paged", "--inject is an option of --trace, not of describe"},
+      {"--impl naive list", "--impl is an option of --trace, not of list"},
+      // Devices hidden: a fault only GPU implementations have leaves nothing to run.
+      {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
+  };
+  for (const auto& [arguments, message] : cases) {
+    const Outcome o = run(arguments, w.dir, "CUDA_VISIBLE_DEVICES=");
+    INFO(arguments);
+    CHECK(o.exit_code == 2);
+    REQUIRE(o.stderr_lines.size() == 1);
+    CHECK(o.stderr_lines[0].find(message) != std::string::npos);
+  }
 }
 
 }  // namespace fc

@@ -151,6 +151,18 @@ int run_cli(int argc, char** argv) {
     return kExitUsage;
   }
 
+  // Options before a subcommand's name belong to --trace: with a subcommand they would be
+  // silently ignored (`--inject X describe` describes the clean implementation).
+  if (!app.get_subcommands().empty()) {
+    for (const CLI::Option* option : app.get_options()) {
+      if (option->count() > 0) {
+        std::cerr << "flashcore-check: " << option->get_name() << " is an option of --trace, not of "
+                  << app.get_subcommands().front()->get_name() << " (give the subcommand's options after its name)\n";
+        return kExitUsage;
+      }
+    }
+  }
+
   try {
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();

@@ -198,6 +198,11 @@ void print_table(const std::vector<Line>& lines) {
 }  // namespace
 
 int run_bench(const BenchCommand& command) {
+  std::vector<std::unique_ptr<Implementation>> impls;
+  for (auto& impl : select_implementations(command.impls)) {
+    if (!impl->on_gpu() && !command.impls.empty()) throw Error("bench: " + impl->name() + " is a CPU implementation");
+    if (impl->on_gpu()) impls.push_back(std::move(impl));
+  }
   std::vector<Line> lines = bench_reference(command.quick);
   const DeviceInfo device = device_info();
   if (!device.available) {
@@ -215,14 +220,6 @@ int run_bench(const BenchCommand& command) {
   if (shapes.empty()) shapes = {{16, 16, 2048, 2048, 64}, {16, 16, 4096, 4096, 64}, {4, 16, 4096, 4096, 128}};
   const std::vector<std::string> masks = command.masks.empty() ? std::vector<std::string>{"none", "causal"} : command.masks;
   const SdpaTable sdpa = read_sdpa(command.baseline_file);
-  std::vector<std::unique_ptr<Implementation>> impls;
-  for (auto& impl : make_implementations()) {
-    const bool wanted = command.impls.empty() ? impl->on_gpu()
-                                              : std::find(command.impls.begin(), command.impls.end(), impl->name()) !=
-                                                    command.impls.end();
-    if (wanted && !impl->on_gpu()) throw Error("bench: " + impl->name() + " is a CPU implementation");
-    if (wanted) impls.push_back(std::move(impl));
-  }
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {

@@ -1,6 +1,7 @@
 // flashcore-check describe --impl NAME [--shape ...]: an implementation's cuBLASLt calls,
 // built and read back on the CPU, linted, without running a kernel.
 #include <iostream>
+#include <utility>
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
@@ -10,8 +11,7 @@
 namespace fc {
 
 int run_describe(const DescribeCommand& command) {
-  std::unique_ptr<Implementation> impl = make_implementation(command.impl);
-  if (!impl) throw Error("--impl '" + command.impl + "': unknown implementation (see list)");
+  std::unique_ptr<Implementation> impl = std::move(select_implementations({command.impl}).front());
   impl->inject(command.inject);
   bool any = false;
   for (const CaseSpec& spec : plan_cases(command.plan)) {

@@ -4,8 +4,10 @@
 #include <iomanip>
 #include <iostream>
 
+#include "core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/faults/matrix.h"
+#include "kernels/implementation.h"
 #include "reports/table.h"
 #include "stages/device_info.h"
 
@@ -31,6 +33,10 @@ std::string percent(int n, int total) {
 }  // namespace
 
 int run_faults(const FaultsCommand& command) {
+  for (const std::string& id : command.faults) {
+    if (!find_fault(id)) throw Error("--fault '" + id + "': unknown fault (`list` shows them)");
+  }
+  select_implementations(command.impls);  // an unknown name is an error, not an empty matrix
   const DeviceInfo device = device_info();
   if (!device.available) {
     std::cout << "no CUDA device (" << device.why_unavailable << "): the matrix covers the CPU implementations only\n";

@@ -16,21 +16,6 @@
 namespace fc {
 namespace {
 
-std::vector<std::unique_ptr<Implementation>> select_implementations(const std::vector<std::string>& names) {
-  if (names.empty()) return make_implementations();
-  std::vector<std::unique_ptr<Implementation>> chosen;
-  for (const std::string& name : names) {
-    std::unique_ptr<Implementation> impl = make_implementation(name);
-    if (!impl) {
-      std::string known;
-      for (const auto& i : make_implementations()) known += (known.empty() ? "" : ", ") + i->name();
-      throw Error("--impl '" + name + "': unknown implementation (built: " + known + ")");
-    }
-    chosen.push_back(std::move(impl));
-  }
-  return chosen;
-}
-
 // The implementations that have `fault`, with it planted; an error if none has it.
 std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_ptr<Implementation>> impls,
                                                         const std::string& fault) {
@@ -78,6 +63,9 @@ int run_trace(const TraceCommand& command) {
       if (!impl->on_gpu()) cpu.push_back(std::move(impl));
     }
     impls = std::move(cpu);
+    if (impls.empty()) {
+      throw Error("--inject " + command.inject + ": only GPU implementations have this fault, and there is no CUDA device");
+    }
   }
 
   const std::vector<CaseSpec> cases = plan_cases(command.plan);

@@ -19,19 +19,15 @@
 namespace fc {
 namespace {
 
+// The named implementations (all when none is named); a named GPU one without a device is an error.
 std::vector<std::unique_ptr<Implementation>> chosen(const std::vector<std::string>& names, bool gpu) {
   std::vector<std::unique_ptr<Implementation>> impls;
-  for (auto& impl : make_implementations()) {
-    const bool named = std::find(names.begin(), names.end(), impl->name()) != names.end();
-    if (!names.empty() && !named) continue;
+  for (auto& impl : select_implementations(names)) {
     if (impl->on_gpu() && !gpu) {
-      if (named) throw Error("--impl " + impl->name() + " needs a CUDA device");
+      if (!names.empty()) throw Error("--impl " + impl->name() + " needs a CUDA device");
       continue;
     }
     impls.push_back(std::move(impl));
-  }
-  for (const std::string& n : names) {
-    if (!make_implementation(n)) throw Error("--impl '" + n + "': unknown implementation (see list)");
   }
   return impls;
 }
