@@ -85,4 +85,6 @@ bool is_subnormal(DType t, double x) {
   return std::fabs(x) < min_normal;
 }
 
+bool overflows(DType t, double x) { return std::isfinite(x) && std::isinf(round_to(t, x)); }
+
 }  // namespace fc

@@ -21,4 +21,10 @@ std::int64_t ulp_distance(DType t, double a, double b);
 
 bool is_subnormal(DType t, double x);
 
+// A finite x that format t stores as Inf (fp16: |x| >= 65520).
+bool overflows(DType t, double x);
+
+// exp(x) is +Inf in fp32 for x above this: ln of the largest fp32.
+constexpr double kFp32ExpOverflow = 88.72283905206835;
+
 }  // namespace fc

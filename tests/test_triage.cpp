@@ -36,8 +36,8 @@ AttentionInputs with_nan_key() {
 TEST_CASE("input findings name NaN, masked rows, fp16 overflow and exp overflow with the first place", "[triage]") {
   CaseSpec uniform;
   uniform.dist = "uniform";
-  for (const InputFinding& f : find_input_problems(generate_inputs(uniform))) CHECK_FALSE(f.defect);
-  const std::vector<InputFinding> nan = find_input_problems(with_nan_key());
+  for (const InputFinding& f : find_input_problems(generate_inputs(uniform), DType::f16)) CHECK_FALSE(f.defect);
+  const std::vector<InputFinding> nan = find_input_problems(with_nan_key(), DType::f16);
   const auto found = std::find_if(nan.begin(), nan.end(), [](const InputFinding& f) { return f.id == "input-nan"; });
   REQUIRE(found != nan.end());
   CHECK(found->evidence == "k holds 1 NaN, the first at b=1 h=1 row 23 col 5");
@@ -48,13 +48,30 @@ TEST_CASE("input findings name NaN, masked rows, fp16 overflow and exp overflow 
   large.dist = "large";
   large.mask = "padding=0";
   large.shape.batch = 1;
-  const std::vector<InputFinding> masked = find_input_problems(generate_inputs(large));
+  const std::vector<InputFinding> masked = find_input_problems(generate_inputs(large), DType::f16);
   CHECK(has(masked, "fully-masked-rows"));
   large.mask = "none";
-  const std::vector<InputFinding> big = find_input_problems(generate_inputs(large));
+  const std::vector<InputFinding> big = find_input_problems(generate_inputs(large), DType::f16);
   CHECK(has(big, "score-overflow-unscaled"));
   CHECK(has(big, "exp-overflow-risk"));
   CHECK_FALSE(has(big, "fully-masked-rows"));
+}
+
+TEST_CASE("fp32 inputs past the kernels' format are found for that format, not for fp16 always", "[triage]") {
+  AttentionInputs in = with_nan_key();
+  in.k.set(((1 * 2 + 1) * 40 + 23) * 64 + 5, 0.5);
+  in.q = in.q.to(DType::f32);
+  in.k = in.k.to(DType::f32);
+  in.v = in.v.to(DType::f32);
+  in.problem.dtype = DType::f32;
+  in.v.set(7, 70000.0);  // past fp16's 65504, well inside bf16
+  const std::vector<InputFinding> fp16 = find_input_problems(in, DType::f16);
+  const auto found = std::find_if(fp16.begin(), fp16.end(), [](const InputFinding& f) { return f.id == "conversion-overflow"; });
+  REQUIRE(found != fp16.end());
+  CHECK(found->evidence == "v holds 1 fp32 values past the fp16 range: they become Inf in fp16");
+  CHECK_FALSE(has(find_input_problems(in, DType::bf16), "conversion-overflow"));
+  in.v.set(7, 65519.0);  // rounds to 65504: not lost
+  CHECK_FALSE(has(find_input_problems(in, DType::f16), "conversion-overflow"));
 }
 
 TEST_CASE("a failing case is minimized to the row and key that cause it", "[triage]") {

@@ -40,8 +40,9 @@ int run_triage(const TriageCommand& command) {
   std::cout << "triage of " << command.report << ": " << p.shape.to_string() << " " << dtype_name(p.dtype) << ", mask "
             << p.mask.describe() << ", scale " << p.scale << "\n\n";
 
+  const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
   std::cout << "input findings (CPU, FP64, before any kernel):\n";
-  const std::vector<InputFinding> findings = find_input_problems(report.inputs);
+  const std::vector<InputFinding> findings = find_input_problems(report.inputs, kernel_dtype);
   for (const InputFinding& f : findings) std::cout << "  " << f.id << ": " << f.evidence << "\n";
   if (findings.empty()) std::cout << "  none\n";
   const bool defect = std::any_of(findings.begin(), findings.end(), [](const InputFinding& f) { return f.defect; });
@@ -50,7 +51,6 @@ int run_triage(const TriageCommand& command) {
   std::cout << "\nreference (FP64): " << reference.masked_rows.size() << " fully masked rows, output "
             << (reference.output.numel() ? "computed" : "empty") << "\n";
 
-  const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
   const AttentionInputs inputs = for_kernels(report.inputs, kernel_dtype);
   if (p.dtype == DType::f32) std::cout << "the inputs are fp32; the kernels get them rounded to " << dtype_name(kernel_dtype) << "\n";
   const DeviceInfo device = device_info();

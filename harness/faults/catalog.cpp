@@ -4,15 +4,14 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/numeric.h"
 #include "harness/trace/stage_reference.h"
 
 namespace fc {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kFp32ExpOverflow = 88.7228;   // exp above this is +inf in fp32
 constexpr double kFp32ExpUnderflow = -103.97;  // exp below this is 0 in fp32 (past the subnormals)
-constexpr double kFp16Overflow = 65520.0;      // fp16 rounds this and above to +inf
 
 const Index4 kFirstElement{0, 0, 0, 0};
 
@@ -174,7 +173,7 @@ const std::vector<FaultSpec>& fault_catalog() {
                    return first_failing(
                        in, g, StageKind::qk, "score-overflow",
                        [scale](const Stage&, const Bounded& s, const QuantityMap&, Eigen::Index r, Eigen::Index col) {
-                         return std::isfinite(s.value(r, col)) && std::fabs(s.value(r, col) / scale) >= kFp16Overflow;
+                         return overflows(DType::f16, s.value(r, col) / scale);
                        },
                        Quantity::scores);
                  }});

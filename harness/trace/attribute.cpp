@@ -5,14 +5,13 @@
 #include <limits>
 #include <sstream>
 
+#include "core/numeric.h"
 #include "reference/attention.h"
 
 namespace fc {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// exp overflows fp32 above this argument.
-constexpr double kExpOverflow = 88.72;
 // A finite error this many times its bound is a wrong value, not lost precision.
 constexpr double kPrecisionLossLimit = 100.0;
 
@@ -199,7 +198,7 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
                  ": it overflows " + dtype_name(r.dtype) + " (largest finite " + number(max_finite(r.dtype)) + ")";
     return;
   }
-  if (bad_value && r.kind == StageKind::softmax && row.row_max > kExpOverflow) {
+  if (bad_value && r.kind == StageKind::softmax && row.row_max > kFp32ExpOverflow) {
     const std::optional<double> s = captured_score(run, outputs, r, d.index);
     d.cause = "exp-overflow";
     d.evidence = "exp overflowed in " + r.stage_name + " at " + at_string(d.index) + ": the row max is " +

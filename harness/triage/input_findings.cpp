@@ -11,8 +11,7 @@ namespace fc {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kFp16Max = 65504.0;
-constexpr double kExpOverflow = 88.7228;
+const double kFp16Max = max_finite(DType::f16);
 
 std::string at(std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t col) {
   std::ostringstream s;
@@ -65,18 +64,20 @@ AttentionInputs for_kernels(const AttentionInputs& in, DType dtype) {
   return out;
 }
 
-std::vector<InputFinding> find_input_problems(const AttentionInputs& in) {
+std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType kernel_dtype) {
   std::vector<InputFinding> out;
   scan_tensor("q", in.q, out);
   scan_tensor("k", in.k, out);
   scan_tensor("v", in.v, out);
-  if (in.problem.dtype == DType::f32) {
+  if (in.problem.dtype != kernel_dtype) {
     for (const auto& [name, t] : {std::pair<const char*, const HostTensor*>{"q", &in.q}, {"k", &in.k}, {"v", &in.v}}) {
       std::int64_t lost = 0;
-      for (std::int64_t i = 0; i < t->numel(); ++i) lost += std::isfinite(t->get(i)) && std::fabs(t->get(i)) > kFp16Max;
+      for (std::int64_t i = 0; i < t->numel(); ++i) lost += overflows(kernel_dtype, t->get(i));
       if (lost) {
-        out.push_back({"conversion-overflow", std::string(name) + " holds " + std::to_string(lost) +
-                                                  " fp32 values beyond 65504: they become Inf in fp16",
+        out.push_back({"conversion-overflow", std::string(name) + " holds " + std::to_string(lost) + " " +
+                                                  dtype_name(in.problem.dtype) + " values past the " +
+                                                  dtype_name(kernel_dtype) + " range: they become Inf in " +
+                                                  dtype_name(kernel_dtype),
                        true});
       }
     }
@@ -105,7 +106,7 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in) {
         }
         if (row_max == -kInf) {
           if (masked++ == 0) first_masked = "row " + std::to_string(i) + " of b=" + std::to_string(b) + " h=" + std::to_string(h);
-        } else if (row_max > kExpOverflow) {
+        } else if (row_max > kFp32ExpOverflow) {
           if (exp_risk++ == 0) first_exp = "row " + std::to_string(i) + " of b=" + std::to_string(b) + " h=" + std::to_string(h);
           peak_row_max = std::max(peak_row_max, row_max);
         }

@@ -17,7 +17,8 @@ struct InputFinding {
   bool defect = false;   // the inputs themselves are wrong (NaN, Inf, values lost)
 };
 
-std::vector<InputFinding> find_input_problems(const AttentionInputs& inputs);
+// kernel_dtype: the format the kernels get the inputs in (values lost converting to it).
+std::vector<InputFinding> find_input_problems(const AttentionInputs& inputs, DType kernel_dtype);
 
 // The same case with q, k, v rounded to `dtype` (fp16 or bf16), as the kernels get it.
 AttentionInputs for_kernels(const AttentionInputs& inputs, DType dtype);
