@@ -172,7 +172,11 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
       .field("device", info.device);
   if (!info.input_findings.empty()) {
     j.key("input_findings").begin_array();
-    for (const auto& [id, evidence] : info.input_findings) j.begin_object().field("id", id).field("evidence", evidence).end_object();
+    for (const InputFinding& f : info.input_findings) {
+      j.begin_object().field("cause", f.cause).field("tensor", f.tensor).key("index");
+      if (f.index) write_index(j, *f.index); else j.null();
+      j.field("detail", f.detail).field("defect", f.defect).end_object();
+    }
     j.end_array();
   }
   j.key("summary").begin_object();

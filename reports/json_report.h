@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "reports/case_result.h"
+#include "reports/input_finding.h"
 
 namespace fc {
 
 struct RunInfo {
   std::string command;  // the command line
   std::string device;   // "NVIDIA H100 80GB HBM3 (sm_90)" or "none"
-  // triage: what the inputs say before any kernel, as (id, evidence)
-  std::vector<std::pair<std::string, std::string>> input_findings;
+  std::vector<InputFinding> input_findings;  // triage: what the inputs say before any kernel
 };
 
 void write_json_report(std::ostream& out, const RunInfo& info, const std::vector<CaseResult>& cases);

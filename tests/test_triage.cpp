@@ -1,11 +1,14 @@
 // Triage of bug reports: what the inputs say before any kernel, and minimization to the
 // smallest case that still fails the same way.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "catch.h"
 #include "harness/inputs.h"
@@ -18,7 +21,7 @@ namespace fc {
 namespace {
 bool has(const std::vector<InputFinding>& f, const std::string& id) {
   for (const InputFinding& x : f) {
-    if (x.id == id) return true;
+    if (x.cause == id) return true;
   }
   return false;
 }
@@ -38,9 +41,11 @@ TEST_CASE("input findings name NaN, masked rows, fp16 overflow and exp overflow 
   uniform.dist = "uniform";
   for (const InputFinding& f : find_input_problems(generate_inputs(uniform), DType::f16)) CHECK_FALSE(f.defect);
   const std::vector<InputFinding> nan = find_input_problems(with_nan_key(), DType::f16);
-  const auto found = std::find_if(nan.begin(), nan.end(), [](const InputFinding& f) { return f.id == "input-nan"; });
+  const auto found = std::find_if(nan.begin(), nan.end(), [](const InputFinding& f) { return f.cause == "input-nan"; });
   REQUIRE(found != nan.end());
-  CHECK(found->evidence == "k holds 1 NaN, the first at b=1 h=1 row 23 col 5");
+  CHECK(found->detail == "k holds 1 NaN, the first at b=1 h=1 row 23 col 5");
+  CHECK(found->tensor == "k");
+  CHECK(found->index == Index4{1, 1, 23, 5});
   CHECK(found->defect);
 
   CaseSpec large;
@@ -66,9 +71,11 @@ TEST_CASE("fp32 inputs past the kernels' format are found for that format, not f
   in.problem.dtype = DType::f32;
   in.v.set(7, 70000.0);  // past fp16's 65504, well inside bf16
   const std::vector<InputFinding> fp16 = find_input_problems(in, DType::f16);
-  const auto found = std::find_if(fp16.begin(), fp16.end(), [](const InputFinding& f) { return f.id == "conversion-overflow"; });
+  const auto found = std::find_if(fp16.begin(), fp16.end(), [](const InputFinding& f) { return f.cause == "conversion-overflow"; });
   REQUIRE(found != fp16.end());
-  CHECK(found->evidence == "v holds 1 fp32 values past the fp16 range: they become Inf in fp16");
+  CHECK(found->detail == "v holds 1 fp32 values past the fp16 range, the first at b=0 h=0 row 0 col 7: they become Inf in fp16");
+  CHECK(found->tensor == "v");
+  CHECK(found->index == Index4{0, 0, 0, 7});
   CHECK_FALSE(has(find_input_problems(in, DType::bf16), "conversion-overflow"));
   in.v.set(7, 65519.0);  // rounds to 65504: not lost
   CHECK_FALSE(has(find_input_problems(in, DType::f16), "conversion-overflow"));
@@ -105,20 +112,26 @@ TEST_CASE("slicing a case keeps every mask part's meaning", "[triage]") {
 
 TEST_CASE("triage on the command line: findings, verdicts, a minimized fixture, exit codes", "[triage]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "fc_triage_test";
+  const fs::path dir = fs::temp_directory_path() / ("fc_triage_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
   fs::create_directories(dir);
   const AttentionInputs in = with_nan_key();
   write_npz((dir / "report.npz").string(), {{"q", in.q}, {"k", in.k}, {"v", in.v}});
   const std::string cli = FC_CLI_PATH;
   const std::string out = (dir / "out.txt").string();
   const int status = std::system((cli + " triage " + (dir / "report.npz").string() + " --minimize " +
-                                  (dir / "minimal.h5").string() + " > " + out)
+                                  (dir / "minimal.h5").string() + " --json " + (dir / "triage.json").string() + " > " + out)
                                      .c_str());
   CHECK(WEXITSTATUS(status) == 1);
   std::ifstream text(out);
   const std::string all((std::istreambuf_iterator<char>(text)), std::istreambuf_iterator<char>());
   CHECK(all.find("input-nan: k holds 1 NaN") != std::string::npos);
   CHECK(all.find("B2 H2 S40 D64 -> B1 H1 S1 D8") != std::string::npos);
+  std::ifstream json_file(dir / "triage.json");
+  const std::string json = std::regex_replace(
+      std::string((std::istreambuf_iterator<char>(json_file)), std::istreambuf_iterator<char>()), std::regex("\n *"), "");
+  CHECK(json.find(R"({"cause": "input-nan","tensor": "k","index": {"b": 1,"h": 1,"row": 23,"col": 5},"detail": "k holds 1 NaN)") !=
+        std::string::npos);
   CHECK(fs::exists(dir / "minimal.h5"));
   const int replay = std::system((cli + " replay " + (dir / "minimal.h5").string() + " > /dev/null").c_str());
   CHECK(WEXITSTATUS(replay) == 1);  // the minimal case still diverges

@@ -8,7 +8,7 @@ namespace fc {
 
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
                         const std::string& suite, std::vector<JunitCase> junit,
-                        const std::vector<std::pair<std::string, std::string>>& input_findings) {
+                        const std::vector<InputFinding>& input_findings) {
   if (!files.json.empty()) {
     const RunInfo info{command, device_info().describe(), input_findings};
     write_text_file(files.json, [&](std::ostream& out) { write_json_report(out, info, cases); });

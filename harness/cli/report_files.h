@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "reports/case_result.h"
+#include "reports/input_finding.h"
 #include "reports/junit.h"
 
 namespace fc {
@@ -15,6 +16,6 @@ struct ReportFiles {
 // JSON of the cases; JUnit of `junit` (or, when empty, one testcase per case).
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
                         const std::string& suite, std::vector<JunitCase> junit = {},
-                        const std::vector<std::pair<std::string, std::string>>& input_findings = {});
+                        const std::vector<InputFinding>& input_findings = {});
 
 }  // namespace fc

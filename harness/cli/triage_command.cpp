@@ -43,7 +43,7 @@ int run_triage(const TriageCommand& command) {
   const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
   std::cout << "input findings (CPU, FP64, before any kernel):\n";
   const std::vector<InputFinding> findings = find_input_problems(report.inputs, kernel_dtype);
-  for (const InputFinding& f : findings) std::cout << "  " << f.id << ": " << f.evidence << "\n";
+  for (const InputFinding& f : findings) std::cout << "  " << f.cause << ": " << f.detail << "\n";
   if (findings.empty()) std::cout << "  none\n";
   const bool defect = std::any_of(findings.begin(), findings.end(), [](const InputFinding& f) { return f.defect; });
 
@@ -102,9 +102,7 @@ int run_triage(const TriageCommand& command) {
       }
     }
   }
-  std::vector<std::pair<std::string, std::string>> listed;
-  for (const InputFinding& f : findings) listed.emplace_back(f.id, f.evidence);
-  write_report_files(command.reports, command.command_line, results, "triage", {}, listed);
+  write_report_files(command.reports, command.command_line, results, "triage", {}, findings);
   const bool diverged = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.verdict != Verdict::pass && r.verdict != Verdict::skipped; });
   return diverged || defect ? kExitDiverged : kExitPass;
 }

@@ -13,10 +13,21 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kFp16Max = max_finite(DType::f16);
 
-std::string at(std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t col) {
+// Element i of a [B,H,S,D] tensor.
+Index4 element_index(const HostTensor& t, std::int64_t i) {
+  const Dims& d = t.dims();
+  return {i / (d[1] * d[2] * d[3]), (i / (d[2] * d[3])) % d[1], (i / d[3]) % d[2], i % d[3]};
+}
+
+std::string at(const Index4& i) {
   std::ostringstream s;
-  s << "b=" << b << " h=" << h << " row " << row << " col " << col;
+  s << "b=" << i.b << " h=" << i.h << " row " << i.row;
+  if (i.col >= 0) s << " col " << i.col;
   return s.str();
+}
+
+std::string row_text(const Index4& i) {
+  return "row " + std::to_string(i.row) + " of b=" + std::to_string(i.b) + " h=" + std::to_string(i.h);
 }
 
 std::string number(double x) {
@@ -26,28 +37,31 @@ std::string number(double x) {
   return s.str();
 }
 
-void scan_tensor(const char* name, const HostTensor& t, std::vector<InputFinding>& out) {
-  std::int64_t nan = 0, inf = 0, subnormal = 0, first_nan = -1, first_inf = -1;
+// Counts the elements of `t` for which `hit` holds, and the first of them.
+template <class Predicate>
+std::int64_t count_where(const HostTensor& t, Predicate hit, std::int64_t& first) {
+  std::int64_t n = 0;
   for (std::int64_t i = 0; i < t.numel(); ++i) {
-    const double x = t.get(i);
-    if (std::isnan(x)) {
-      if (nan++ == 0) first_nan = i;
-    } else if (std::isinf(x)) {
-      if (inf++ == 0) first_inf = i;
-    } else if (is_subnormal(t.dtype(), x)) {
-      ++subnormal;
-    }
+    if (hit(t.get(i)) && n++ == 0) first = i;
   }
-  const Dims& d = t.dims();
-  auto where = [&](std::int64_t i) {
-    return at(i / (d[1] * d[2] * d[3]), (i / (d[2] * d[3])) % d[1], (i / d[3]) % d[2], i % d[3]);
-  };
-  if (nan) out.push_back({"input-nan", std::string(name) + " holds " + std::to_string(nan) + " NaN, the first at " + where(first_nan), true});
-  if (inf) out.push_back({"input-inf", std::string(name) + " holds " + std::to_string(inf) + " Inf, the first at " + where(first_inf), true});
-  if (subnormal) {
-    out.push_back({"subnormal-inputs", std::string(name) + " holds " + std::to_string(subnormal) + " of " +
-                                           std::to_string(t.numel()) + " values in the " + dtype_name(t.dtype()) +
-                                           " subnormal range (reduced precision)",
+  return n;
+}
+
+void scan_tensor(const char* name, const HostTensor& t, std::vector<InputFinding>& out) {
+  std::int64_t first = -1;
+  if (const std::int64_t n = count_where(t, [](double x) { return std::isnan(x); }, first)) {
+    const Index4 i = element_index(t, first);
+    out.push_back({"input-nan", name, i, std::string(name) + " holds " + std::to_string(n) + " NaN, the first at " + at(i), true});
+  }
+  if (const std::int64_t n = count_where(t, [](double x) { return std::isinf(x); }, first)) {
+    const Index4 i = element_index(t, first);
+    out.push_back({"input-inf", name, i, std::string(name) + " holds " + std::to_string(n) + " Inf, the first at " + at(i), true});
+  }
+  const DType format = t.dtype();
+  if (const std::int64_t n = count_where(t, [format](double x) { return is_subnormal(format, x); }, first)) {
+    out.push_back({"subnormal-inputs", name, element_index(t, first),
+                   std::string(name) + " holds " + std::to_string(n) + " of " + std::to_string(t.numel()) +
+                       " values in the " + dtype_name(format) + " subnormal range (reduced precision)",
                    false});
   }
 }
@@ -71,13 +85,14 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   scan_tensor("v", in.v, out);
   if (in.problem.dtype != kernel_dtype) {
     for (const auto& [name, t] : {std::pair<const char*, const HostTensor*>{"q", &in.q}, {"k", &in.k}, {"v", &in.v}}) {
-      std::int64_t lost = 0;
-      for (std::int64_t i = 0; i < t->numel(); ++i) lost += overflows(kernel_dtype, t->get(i));
+      std::int64_t first = -1;
+      const std::int64_t lost = count_where(*t, [kernel_dtype](double x) { return overflows(kernel_dtype, x); }, first);
       if (lost) {
-        out.push_back({"conversion-overflow", std::string(name) + " holds " + std::to_string(lost) + " " +
-                                                  dtype_name(in.problem.dtype) + " values past the " +
-                                                  dtype_name(kernel_dtype) + " range: they become Inf in " +
-                                                  dtype_name(kernel_dtype),
+        const Index4 i = element_index(*t, first);
+        out.push_back({"conversion-overflow", name, i,
+                       std::string(name) + " holds " + std::to_string(lost) + " " + dtype_name(in.problem.dtype) +
+                           " values past the " + dtype_name(kernel_dtype) + " range, the first at " + at(i) +
+                           ": they become Inf in " + dtype_name(kernel_dtype),
                        true});
       }
     }
@@ -85,8 +100,8 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
 
   const Shape& s = in.problem.shape;
   std::int64_t masked = 0, unscaled = 0, scaled = 0, exp_risk = 0;
-  std::string first_masked, first_unscaled, first_scaled, first_exp;
-  double peak_unscaled = 0, peak_row_max = -kInf;
+  Index4 first_masked, first_unscaled, first_scaled, first_exp;
+  double first_raw = 0, first_score = 0, peak_unscaled = 0, peak_row_max = -kInf;
   for (std::int64_t b = 0; b < s.batch; ++b) {
     for (std::int64_t h = 0; h < s.heads; ++h) {
       const HeadInputs head = head_inputs(in, b, h);
@@ -96,44 +111,48 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
         for (std::int64_t j = 0; j < s.kv_len; ++j) {
           const double raw = qk(i, j), score = head.scale * raw + head.bias(i, j);
           if (std::isfinite(raw) && std::fabs(raw) > kFp16Max) {
-            if (unscaled++ == 0) first_unscaled = at(b, h, i, j) + " (q.k = " + number(raw) + ")";
+            if (unscaled++ == 0) first_unscaled = {b, h, i, j}, first_raw = raw;
             peak_unscaled = std::max(peak_unscaled, std::fabs(raw));
           }
           if (std::isfinite(score) && std::fabs(score) > kFp16Max && scaled++ == 0) {
-            first_scaled = at(b, h, i, j) + " (" + number(score) + ")";
+            first_scaled = {b, h, i, j}, first_score = score;
           }
           if (head.bias(i, j) != -kInf) row_max = std::max(row_max, score);
         }
         if (row_max == -kInf) {
-          if (masked++ == 0) first_masked = "row " + std::to_string(i) + " of b=" + std::to_string(b) + " h=" + std::to_string(h);
+          if (masked++ == 0) first_masked = {b, h, i, -1};
         } else if (row_max > kFp32ExpOverflow) {
-          if (exp_risk++ == 0) first_exp = "row " + std::to_string(i) + " of b=" + std::to_string(b) + " h=" + std::to_string(h);
+          if (exp_risk++ == 0) first_exp = {b, h, i, -1};
           peak_row_max = std::max(peak_row_max, row_max);
         }
       }
     }
   }
   if (masked) {
-    out.push_back({"fully-masked-rows", std::to_string(masked) + " query rows have no key to attend to (all " +
-                                            std::to_string(s.kv_len) + " masked), the first " + first_masked +
-                                            ": their max is -inf, and without a guard exp(-inf - (-inf)) is NaN",
+    out.push_back({"fully-masked-rows", "mask", first_masked,
+                   std::to_string(masked) + " query rows have no key to attend to (all " + std::to_string(s.kv_len) +
+                       " masked), the first " + row_text(first_masked) +
+                       ": their max is -inf, and without a guard exp(-inf - (-inf)) is NaN",
                    false});
   }
   if (unscaled) {
-    out.push_back({"score-overflow-unscaled", std::to_string(unscaled) + " scores exceed the fp16 range before the scale (up to " +
-                                                  number(peak_unscaled) + "), the first at " + first_unscaled +
-                                                  ": a kernel storing q.k in fp16 before scaling gets Inf",
+    out.push_back({"score-overflow-unscaled", "scores", first_unscaled,
+                   std::to_string(unscaled) + " scores exceed the fp16 range before the scale (up to " +
+                       number(peak_unscaled) + "), the first at " + at(first_unscaled) + " (q.k = " + number(first_raw) +
+                       "): a kernel storing q.k in fp16 before scaling gets Inf",
                    false});
   }
   if (scaled) {
-    out.push_back({"score-overflow", std::to_string(scaled) + " scores exceed the fp16 range after the scale, the first at " +
-                                         first_scaled + ": fp16 scores overflow",
+    out.push_back({"score-overflow", "scores", first_scaled,
+                   std::to_string(scaled) + " scores exceed the fp16 range after the scale, the first at " +
+                       at(first_scaled) + " (" + number(first_score) + "): fp16 scores overflow",
                    false});
   }
   if (exp_risk) {
-    out.push_back({"exp-overflow-risk", std::to_string(exp_risk) + " rows have a max score above 88.7 (up to " +
-                                            number(peak_row_max) + "), the first " + first_exp +
-                                            ": exp overflows fp32 there unless the row max is subtracted first",
+    out.push_back({"exp-overflow-risk", "scores", first_exp,
+                   std::to_string(exp_risk) + " rows have a max score above 88.7 (up to " + number(peak_row_max) +
+                       "), the first " + row_text(first_exp) +
+                       ": exp overflows fp32 there unless the row max is subtracted first",
                    false});
   }
   return out;

@@ -7,15 +7,9 @@
 #include <vector>
 
 #include "core/problem.h"
+#include "reports/input_finding.h"
 
 namespace fc {
-
-struct InputFinding {
-  std::string id;        // input-nan, input-inf, fully-masked-rows, score-overflow-unscaled,
-                         // score-overflow, exp-overflow-risk, subnormal-inputs, conversion-overflow
-  std::string evidence;  // one sentence with the numbers and the first place
-  bool defect = false;   // the inputs themselves are wrong (NaN, Inf, values lost)
-};
 
 // kernel_dtype: the format the kernels get the inputs in (values lost converting to it).
 std::vector<InputFinding> find_input_problems(const AttentionInputs& inputs, DType kernel_dtype);
