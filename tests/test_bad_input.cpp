@@ -175,7 +175,7 @@ namespace fc {
 
 TEST_CASE("unknown names and options out of place are one line and exit 2, never an empty run", "[bad-input]") {
   Workspace w;
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  std::vector<std::pair<std::string, std::string>> cases = {
       {"faults --fault typo", "--fault 'typo': unknown fault"},
       {"faults --impl nosuch", "--impl 'nosuch': unknown implementation"},
       {"bench --impl nosuch", "--impl 'nosuch': unknown implementation"},
@@ -186,6 +186,9 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };
+  const fs::path baseline = w.dir / "sdpa.tsv";
+  std::ofstream(baseline) << "sdpa-flash 2 4 512 64 0 10.5\nsdpa-cudnn 2 4 512\n";
+  cases.push_back({"bench --quick --baseline " + baseline.string(), baseline.string() + ":2: expected 'backend"});
   for (const auto& [arguments, message] : cases) {
     const Outcome o = run(arguments, w.dir, "CUDA_VISIBLE_DEVICES=");
     INFO(arguments);

@@ -10,9 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -113,18 +114,29 @@ using SdpaTable = std::map<std::string, std::map<std::string, double>>;  // key 
 
 std::string sdpa_key(const Shape& s, bool causal) {
   return std::to_string(s.batch) + "," + std::to_string(s.heads) + "," + std::to_string(s.q_len) + "," +
-         std::to_string(s.head_dim) + "," + (causal ? "1" : "0");
+         std::to_string(s.kv_len) + "," + std::to_string(s.head_dim) + "," + (causal ? "1" : "0");
 }
 
+// Lines "backend B H S D causal TFLOP/s" (self-attention: Sq = Sk = S).
 SdpaTable read_sdpa(const std::string& path) {
   SdpaTable table;
   if (path.empty()) return table;
   std::ifstream in(path);
-  std::string backend;
-  std::int64_t b, h, s, d;
-  int causal;
-  double tflops;
-  while (in >> backend >> b >> h >> s >> d >> causal >> tflops) table[sdpa_key({b, h, s, s, d}, causal != 0)][backend] = tflops;
+  if (!in) throw Error(path + ": cannot read the SDPA baseline");
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string backend;
+    std::int64_t b = 0, h = 0, s = 0, d = 0;
+    int causal = 0;
+    double tflops = 0;
+    if (!(fields >> backend >> b >> h >> s >> d >> causal >> tflops)) {
+      throw Error(path + ":" + std::to_string(number) + ": expected 'backend B H S D causal TFLOP/s'");
+    }
+    table[sdpa_key({b, h, s, s, d}, causal != 0)][backend] = tflops;
+  }
   return table;
 }
 
@@ -198,6 +210,7 @@ void print_table(const std::vector<Line>& lines) {
 }  // namespace
 
 int run_bench(const BenchCommand& command) {
+  const SdpaTable sdpa = read_sdpa(command.baseline_file);
   std::vector<std::unique_ptr<Implementation>> impls;
   for (auto& impl : select_implementations(command.impls)) {
     if (!impl->on_gpu() && !command.impls.empty()) throw Error("bench: " + impl->name() + " is a CPU implementation");
@@ -219,7 +232,6 @@ int run_bench(const BenchCommand& command) {
   if (shapes.empty() && command.quick) shapes = {{2, 4, 512, 512, 64}};
   if (shapes.empty()) shapes = {{16, 16, 2048, 2048, 64}, {16, 16, 4096, 4096, 64}, {4, 16, 4096, 4096, 128}};
   const std::vector<std::string> masks = command.masks.empty() ? std::vector<std::string>{"none", "causal"} : command.masks;
-  const SdpaTable sdpa = read_sdpa(command.baseline_file);
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {
