@@ -11,7 +11,10 @@
 #include <sstream>
 
 #include "catch.h"
+#include "core/error.h"
 #include "core/rng.h"
+#include "harness/io/h5_file.h"
+#include "harness/io/text_output.h"
 #include "support/file_mutations.h"
 
 namespace fc {
@@ -196,6 +199,36 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
     REQUIRE(o.stderr_lines.size() == 1);
     CHECK(o.stderr_lines[0].find(message) != std::string::npos);
   }
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("a writer that fails or throws leaves nothing behind, a committed one leaves the file", "[bad-input]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fc_staged_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto entries = [&] { return std::distance(fs::directory_iterator(dir), fs::directory_iterator()); };
+
+  const std::string report = (dir / "report.json").string();
+  const auto half_then_throw = [](std::ostream& out) {
+    out << "{\"partial\": ";
+    throw Error("the report writer failed");
+  };
+  CHECK_THROWS_AS(write_text_file(report, half_then_throw), Error);
+  CHECK(entries() == 0);
+  {
+    H5Writer writer((dir / "snapshot.h5").string());
+    writer.ensure_group("/stages");
+    CHECK(entries() == 1);  // the staged temporary file
+  }
+  CHECK(entries() == 0);
+  write_text_file(report, [](std::ostream& out) { out << "{}\n"; });
+  CHECK(entries() == 1);
+  CHECK(fs::file_size(report) == 3);
+  fs::remove_all(dir);
 }
 
 }  // namespace fc

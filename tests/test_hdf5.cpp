@@ -558,8 +558,10 @@ TEST_CASE("An exception before commit leaves neither the final nor the temporary
   std::string temp_path;
   try {
     fc::H5Writer writer(path);
-    temp_path = path + ".tmp-" + std::to_string(::getpid());
-    CHECK(file_exists(temp_path));
+    const std::vector<std::string> staged = directory_listing(dir.path());
+    REQUIRE(staged.size() == 1);  // the temporary file beside the final path, and nothing else
+    CHECK(staged[0].rfind("aborted.h5.tmp-", 0) == 0);
+    temp_path = dir.file(staged[0]);
     CHECK_FALSE(file_exists(path));
     writer.write_tensor("/inputs/q", patterned_tensor(fc::DType::f16, {4, 4}, 1));
     throw std::runtime_error("something failed mid-way");

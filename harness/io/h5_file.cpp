@@ -314,47 +314,30 @@ std::optional<hsize_t> bounded_element_count(const std::vector<hsize_t>& dims, h
 // ---------------------------------------------------------------------------------------
 // H5Writer
 
-H5Writer::H5Writer(std::string final_path) : final_path_(std::move(final_path)) {
-  if (final_path_.empty()) throw Error("cannot write an HDF5 file to an empty path");
+H5Writer::H5Writer(std::string final_path) : staged_(std::move(final_path)) {
   silence_hdf5_error_printing();
-  temp_path_ = final_path_ + ".tmp-" + std::to_string(::getpid());
-
-  // Creating the file ourselves first gives the OS's reason when the directory is missing
-  // or not writable, which HDF5's own error stack does not report.
-  const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int error = errno;
-    temp_path_.clear();  // nothing of ours to remove
-    throw file_error(final_path_, "cannot write (" + errno_text(error) + ")");
+  H5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Kind::property_list);
+  // The 1.8 object formats carry checksums on all metadata, so a damaged file fails to
+  // open instead of being parsed; every HDF5 >= 1.8 and h5py read them.
+  const bool ok = fapl && H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18) >= 0 &&
+                  H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) >= 0;
+  // No modification times on the root group either, as on every object we create.
+  H5Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Kind::property_list);
+  if (!ok || !fcpl || H5Pset_obj_track_times(fcpl.get(), 0) < 0) {
+    fail("", "cannot write (HDF5 file properties failed)");
   }
-  ::close(fd);
-
-  try {
-    H5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Kind::property_list);
-    // The 1.8 object formats carry checksums on all metadata, so a damaged file fails to
-    // open instead of being parsed; every HDF5 >= 1.8 and h5py read them.
-    const bool ok = fapl && H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18) >= 0 &&
-                    H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) >= 0;
-    if (!ok) fail("", "cannot write (HDF5 file access properties failed)");
-    file_ = H5Handle(H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Kind::file);
-    if (!file_) fail("", "cannot write (HDF5 could not create " + temp_path_ + ")");
-  } catch (...) {
-    std::remove(temp_path_.c_str());
-    throw;
-  }
+  file_ = H5Handle(H5Fcreate(staged_.temp_path().c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Kind::file);
+  if (!file_) fail("", "cannot write (HDF5 could not create " + staged_.temp_path() + ")");
 }
 
-H5Writer::~H5Writer() {
-  file_.close();
-  if (!committed_ && !temp_path_.empty()) std::remove(temp_path_.c_str());
-}
+H5Writer::~H5Writer() { file_.close(); }  // before staged_ removes an uncommitted file
 
 void H5Writer::fail(const std::string& object, const std::string& what) const {
-  throw file_error(final_path_, object.empty() ? what : object + ": " + what);
+  throw file_error(staged_.path(), object.empty() ? what : object + ": " + what);
 }
 
 void H5Writer::require_open(const std::string& object) const {
-  if (committed_ || !file_) fail(object, "cannot write (the file was already committed)");
+  if (staged_.committed() || !file_) fail(object, "cannot write (the file was already committed)");
 }
 
 H5Handle H5Writer::open_object(const std::string& object_path) const {
@@ -486,19 +469,7 @@ void H5Writer::set_attribute(const std::string& object_path, const std::string& 
 void H5Writer::commit() {
   require_open("");
   if (file_.close() < 0) fail("", "cannot write (closing the file failed)");
-  // Data on disk before the name points at it, so a crash never leaves a truncated file
-  // under the final name.
-  const int fd = ::open(temp_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    const int error = errno;
-    if (fd >= 0) ::close(fd);
-    fail("", "cannot write (sync of " + temp_path_ + ": " + errno_text(error) + ")");
-  }
-  ::close(fd);
-  if (std::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-    fail("", "cannot write (rename from " + temp_path_ + ": " + errno_text(errno) + ")");
-  }
-  committed_ = true;
+  staged_.commit();
 }
 
 // ---------------------------------------------------------------------------------------

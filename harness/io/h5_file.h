@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "harness/io/staged_file.h"
 
 namespace fc {
 
@@ -62,9 +63,8 @@ class H5Handle {
 // in thread-safe builds). Our exceptions carry the message.
 void silence_hdf5_error_printing();
 
-// Writes into "<final_path>.tmp-<pid>"; commit() renames it to final_path atomically.
-// Without commit() (an exception, an early return) the destructor removes the temporary
-// file, so a half-written output never exists under the final name.
+// Writes a StagedFile (harness/io/staged_file.h): commit() puts it at final_path whole;
+// without commit() (an exception, an early return) nothing is left behind.
 class H5Writer {
  public:
   explicit H5Writer(std::string final_path);
@@ -97,7 +97,7 @@ class H5Writer {
   // Flushes, closes and renames to the final path (replacing an existing file).
   void commit();
 
-  const std::string& path() const { return final_path_; }
+  const std::string& path() const { return staged_.path(); }
 
  private:
   [[noreturn]] void fail(const std::string& object, const std::string& what) const;
@@ -108,10 +108,8 @@ class H5Writer {
   void put_attribute(const std::string& object_path, const std::string& name, hid_t file_type,
                      hid_t mem_type, hid_t space, const void* data);
 
-  std::string final_path_;
-  std::string temp_path_;
+  StagedFile staged_;
   H5Handle file_;
-  bool committed_ = false;
 };
 
 class H5Reader {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "harness/io/staged_file.h"
 #include "harness/io/little_endian.h"
 #include "harness/io/printable.h"
 
@@ -111,24 +112,17 @@ class InputFile {
   std::uint64_t size_ = 0;
 };
 
-// Writes to "PATH.tmp-PID-N" and renames onto PATH on commit(); removes the temporary
-// file if destroyed before that, so a failed write never leaves a half archive at PATH.
+// Writes a StagedFile: nothing at PATH until commit(), nothing left behind without it.
 class OutputFile {
  public:
-  explicit OutputFile(const std::string& path) : path_(path) {
-    static std::atomic<unsigned> counter{0};
-    temp_path_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    file_.reset(std::fopen(temp_path_.c_str(), "wb"));
-    if (!file_) throw file_error(path_, std::string("cannot create: ") + std::strerror(errno));
-  }
-  ~OutputFile() {
-    file_.reset();
-    if (!committed_) std::remove(temp_path_.c_str());
+  explicit OutputFile(const std::string& path) : staged_(path) {
+    file_.reset(std::fopen(staged_.temp_path().c_str(), "wb"));
+    if (!file_) throw file_error(path, std::string("cannot create: ") + std::strerror(errno));
   }
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return staged_.path(); }
   std::uint64_t position() const { return position_; }
 
   void write(const void* data, std::size_t n) {
@@ -139,21 +133,17 @@ class OutputFile {
 
   void commit() {
     if (std::fclose(file_.release()) != 0) fail("write error");
-    if (std::rename(temp_path_.c_str(), path_.c_str()) != 0)
-      fail("cannot rename the temporary file");
-    committed_ = true;
+    staged_.commit();
   }
 
  private:
   [[noreturn]] void fail(const char* what) const {
-    throw file_error(path_, std::string(what) + ": " + std::strerror(errno));
+    throw file_error(path(), std::string(what) + ": " + std::strerror(errno));
   }
 
-  std::string path_;
-  std::string temp_path_;
-  FileHandle file_;
+  StagedFile staged_;
+  FileHandle file_;  // closed before staged_ removes an uncommitted file
   std::uint64_t position_ = 0;
-  bool committed_ = false;
 };
 
 struct CentralDirectory {

@@ -1,0 +1,31 @@
+#pragma once
+// An output file written whole or not at all: staged under a temporary name beside its path
+// ("PATH.tmp-PID-N") and put in place by commit() (data synced to disk, then renamed). If
+// the owner is destroyed before commit() (a failed write, an exception), the temporary file
+// is removed, so a half-written file never exists under PATH.
+#include <string>
+
+namespace fc {
+
+class StagedFile {
+ public:
+  // Creates the (empty) temporary file; an fc::Error naming `path` with the OS's reason if
+  // it cannot.
+  explicit StagedFile(std::string path);
+  ~StagedFile();
+  StagedFile(const StagedFile&) = delete;
+  StagedFile& operator=(const StagedFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_path_; }
+  bool committed() const { return committed_; }
+
+  // The writer has closed the temporary file: sync it and rename it onto path().
+  void commit();
+
+ private:
+  std::string path_, temp_path_;
+  bool committed_ = false;
+};
+
+}  // namespace fc
