@@ -186,6 +186,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--trace --impl nosuch", "--impl 'nosuch': unknown implementation"},
       {"--inject rows-cols-swap describe --impl cublaslt-paged", "--inject is an option of --trace, not of describe"},
       {"--impl naive list", "--impl is an option of --trace, not of list"},
+      {"--trace --impl cpu-emulated --seed 9223372036854775808", "--seed"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };

@@ -1,6 +1,7 @@
 #include "harness/cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <iostream>
 
 #include "core/error.h"
@@ -21,7 +22,10 @@ void add_case_options(CLI::App& app, PlanOptions& plan) {
   app.add_option("--mask", plan.masks, mask_help() + " (repeatable)")->group("Cases");
   app.add_option("--dtype", plan.dtypes, "fp16 or bf16 (repeatable)")->group("Cases");
   app.add_option("--dist", plan.dists, "normal, uniform, large, outlier or tiny (repeatable)")->group("Cases");
-  app.add_option("--seed", plan.seeds, "input seed (repeatable)")->group("Cases");
+  // Snapshots store the seed as int64: a larger one could not be replayed.
+  app.add_option("--seed", plan.seeds, "input seed, 0 to 2^63-1 (repeatable)")
+      ->check(CLI::Range(std::uint64_t{0}, static_cast<std::uint64_t>(INT64_MAX)))
+      ->group("Cases");
   app.add_option("--scale", plan.scale, "softmax scale (default 1/sqrt(D))")->group("Cases");
 }
 
