@@ -117,6 +117,7 @@ TEST_CASE("damaged files give exit 2 and one line naming the file, never a crash
     test::delete_object_copy(w.good, file, dataset);
     mutations.push_back({"deleted " + dataset, file, !optional});
   }
+  CHECK(deleted >= 10);  // every stage's datasets and the inputs: the listing must have found them
   test::replace_dataset_copy(w.good, path("q_f32"), "/inputs/q", {1, 1, 16, 64}, true);
   mutations.push_back({"/inputs/q as float32", path("q_f32"), true});
   test::replace_dataset_copy(w.good, path("q_rank3"), "/inputs/q", {1, 16, 64}, false);

@@ -219,6 +219,37 @@ TEST_CASE("split ranges cover the keys in whole tiles, later splits possibly emp
   CHECK(split_range(100, 5, 16, 4).end == 100);
 }
 
+namespace {
+
+// Attention of one head by plain loops over the input tensors' flat [B,H,S,D] layout,
+// independent of head_inputs() and the Eigen chains.
+MatrixR loop_attention(const AttentionInputs& in, std::int64_t b, std::int64_t h) {
+  const Shape& s = in.problem.shape;
+  auto at = [&](const HostTensor& t, std::int64_t len, std::int64_t row, std::int64_t d) {
+    return t.get(((b * s.heads + h) * len + row) * s.head_dim + d);
+  };
+  MatrixR out = MatrixR::Zero(s.q_len, s.head_dim);
+  for (std::int64_t i = 0; i < s.q_len; ++i) {
+    std::vector<double> score(static_cast<std::size_t>(s.kv_len));
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < s.kv_len; ++j) {
+      double dot = 0;
+      for (std::int64_t d = 0; d < s.head_dim; ++d) dot += at(in.q, s.q_len, i, d) * at(in.k, s.kv_len, j, d);
+      score[j] = in.problem.scale * dot + mask_bias(in.problem.mask, s, b, h, i, j);
+      top = std::max(top, score[j]);
+    }
+    if (top == -std::numeric_limits<double>::infinity()) continue;
+    double sum = 0;
+    for (double& x : score) sum += (x = std::exp(x - top));
+    for (std::int64_t j = 0; j < s.kv_len; ++j) {
+      for (std::int64_t d = 0; d < s.head_dim; ++d) out(i, d) += score[j] / sum * at(in.v, s.kv_len, j, d);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("whole-tensor reference matches the per-head chains", "[reference]") {
   CaseSpec spec;
   spec.shape = {2, 3, 33, 70, 64};
@@ -230,6 +261,8 @@ TEST_CASE("whole-tensor reference matches the per-head chains", "[reference]") {
     for (std::int64_t h = 0; h < 3; ++h) {
       const FullReference f = full_reference(head_inputs(in, b, h), nominal_arithmetic(DType::f16));
       CHECK(head_matrix(t.output, b, h) == f.out.value);
+      const double magnitude = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
+      CHECK((head_matrix(t.output, b, h) - loop_attention(in, b, h)).cwiseAbs().maxCoeff() <= 1e-12 * magnitude);
       CHECK(head_matrix(t.probs, b, h) == f.softmax.p.value);
       const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
       CHECK((head_matrix(t.paged_output, b, h) - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
