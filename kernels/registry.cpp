@@ -57,4 +57,17 @@ std::vector<std::unique_ptr<Implementation>> select_implementations(const std::v
   return chosen;
 }
 
+std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_ptr<Implementation>> impls,
+                                                        const std::string& fault) {
+  std::vector<std::unique_ptr<Implementation>> faulty;
+  for (auto& impl : impls) {
+    const std::vector<std::string> faults = impl->faults();
+    if (std::find(faults.begin(), faults.end(), fault) == faults.end()) continue;
+    impl->inject(fault);
+    faulty.push_back(std::move(impl));
+  }
+  if (faulty.empty()) throw Error("--inject " + fault + ": no selected implementation has this fault (see list)");
+  return faulty;
+}
+
 }  // namespace fc

@@ -1,16 +1,16 @@
 // Triage of bug reports: what the inputs say before any kernel, and minimization to the
 // smallest case that still fails the same way.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <sys/wait.h>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
 #include "catch.h"
+#include "core/rng.h"
 #include "harness/inputs.h"
 #include "harness/io/npz.h"
 #include "harness/triage/input_findings.h"
@@ -36,7 +36,8 @@ AttentionInputs with_nan_key() {
 }
 }  // namespace
 
-TEST_CASE("input findings name NaN, masked rows, fp16 overflow and exp overflow with the first place", "[triage]") {
+TEST_CASE("input findings name NaN, Inf, masked rows, fp16 overflow, exp overflow and subnormals with the first place",
+          "[triage]") {
   CaseSpec uniform;
   uniform.dist = "uniform";
   for (const InputFinding& f : find_input_problems(generate_inputs(uniform), DType::f16)) CHECK_FALSE(f.defect);
@@ -60,6 +61,25 @@ TEST_CASE("input findings name NaN, masked rows, fp16 overflow and exp overflow 
   CHECK(has(big, "score-overflow-unscaled"));
   CHECK(has(big, "exp-overflow-risk"));
   CHECK_FALSE(has(big, "fully-masked-rows"));
+  CHECK_FALSE(has(big, "score-overflow"));  // 1/sqrt(D) brings them back into range
+  large.scale = 1.0;
+  CHECK(has(find_input_problems(generate_inputs(large), DType::f16), "score-overflow"));
+
+  AttentionInputs inf = with_nan_key();
+  inf.k.set(((1 * 2 + 1) * 40 + 23) * 64 + 5, 0.5);
+  inf.v.set(((0 * 2 + 1) * 40 + 2) * 64 + 9, -INFINITY);
+  const std::vector<InputFinding> infinite = find_input_problems(inf, DType::f16);
+  const auto first_inf = std::find_if(infinite.begin(), infinite.end(), [](const InputFinding& f) { return f.cause == "input-inf"; });
+  REQUIRE(first_inf != infinite.end());
+  CHECK(first_inf->index == Index4{0, 1, 2, 9});
+  CHECK(first_inf->defect);
+  CHECK_FALSE(has(infinite, "input-nan"));
+
+  CaseSpec tiny;
+  tiny.dist = "tiny";
+  const std::vector<InputFinding> small = find_input_problems(generate_inputs(tiny), DType::f16);
+  CHECK(has(small, "subnormal-inputs"));
+  CHECK_FALSE(has(find_input_problems(generate_inputs(uniform), DType::f16), "subnormal-inputs"));
 }
 
 TEST_CASE("fp32 inputs past the kernels' format are found for that format, not for fp16 always", "[triage]") {
@@ -135,6 +155,50 @@ TEST_CASE("triage on the command line: findings, verdicts, a minimized fixture, 
   CHECK(fs::exists(dir / "minimal.h5"));
   const int replay = std::system((cli + " replay " + (dir / "minimal.h5").string() + " > /dev/null").c_str());
   CHECK(WEXITSTATUS(replay) == 1);  // the minimal case still diverges
+  fs::remove_all(dir);
+}
+
+TEST_CASE("triage --minimize shrinks a B4 H8 S1024 report with a fully masked row to one head and at most 64 rows",
+          "[triage]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fc_triage_minimize_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // PyTorch SDPA form: q, k, v [4,8,1024,16] fp16, a bool attn_mask [4,1,1024,1024] (True =
+  // attend) under which row 700 of batch 2 attends to nothing.
+  Rng rng(3, 1);
+  std::map<std::string, HostTensor> report;
+  for (const char* name : {"q", "k", "v"}) {
+    HostTensor t(DType::f16, {4, 8, 1024, 16});
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.normal());
+    report[name] = std::move(t);
+  }
+  HostTensor keep(DType::boolean, {4, 1, 1024, 1024});
+  for (std::int64_t i = 0; i < keep.numel(); ++i) keep.set(i, 1.0);
+  for (std::int64_t j = 0; j < 1024; ++j) keep.set((2 * 1024 + 700) * 1024 + j, 0.0);
+  report["attn_mask"] = std::move(keep);
+  write_npz((dir / "report.npz").string(), report);
+
+  const std::string cli = FC_CLI_PATH, out = (dir / "out.txt").string(), minimal = (dir / "minimal.h5").string();
+  const int status = std::system((cli + " triage " + (dir / "report.npz").string() +
+                                  " --impl cpu-emulated --inject masked-row-nan --minimize " + minimal + " > " + out)
+                                     .c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  std::ifstream text(out);
+  const std::string all((std::istreambuf_iterator<char>(text)), std::istreambuf_iterator<char>());
+  INFO(all);
+  CHECK(all.find("fully-masked-rows: 8 query rows have no key to attend to (all 1024 masked), the first row 700 of b=2 h=0") !=
+        std::string::npos);
+  std::smatch sizes;
+  REQUIRE(std::regex_search(all, sizes, std::regex("B4 H8 S1024 D16 -> B1 H1 S(\\d+)(?: (\\d+))? D(\\d+) in \\d+ runs; "
+                                                   "still softmax fully-masked-row")));
+  CHECK(std::stoi(sizes[1]) <= 64);  // query rows (Sq, or Sq and Sk when they differ)
+  CHECK(std::stoi(sizes[3]) <= 16);
+  const int replay = std::system((cli + " replay " + minimal + " > " + out).c_str());
+  CHECK(WEXITSTATUS(replay) == 1);  // the fixture still diverges...
+  std::ifstream replayed(out);
+  const std::string again((std::istreambuf_iterator<char>(replayed)), std::istreambuf_iterator<char>());
+  CHECK(again.find("(fully-masked-row); the replay agrees") != std::string::npos);  // ...the same way
   fs::remove_all(dir);
 }
 

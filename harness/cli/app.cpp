@@ -110,6 +110,9 @@ int run_cli(int argc, char** argv) {
   triage_cmd->add_option("--impl", triage.impls, "only these implementations");
   triage_cmd->add_option("--dtype", triage.dtype, "fp16 or bf16: what fp32 inputs are rounded to for the kernels")
       ->check(CLI::IsMember({"fp16", "bf16"}));
+  triage_cmd->add_option("--inject", triage.inject,
+                         "plant a fault (`list` shows them) in the implementations that have it: how would that "
+                         "bug behave on this report; the others are not run");
   triage_cmd->add_option("--minimize", triage.minimize,
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
   triage_cmd->add_option("--json", triage.reports.json, "also write JSON to FILE");

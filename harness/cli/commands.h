@@ -61,6 +61,7 @@ struct TriageCommand {
   std::string report;
   std::vector<std::string> impls;
   std::string dtype;     // what fp32 inputs are rounded to for the kernels (fp16)
+  std::string inject;    // plant this fault in the implementations that have it
   std::string minimize;  // write the smallest failing case here
   ReportFiles reports;
   std::string command_line;

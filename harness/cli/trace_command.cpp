@@ -16,20 +16,6 @@
 namespace fc {
 namespace {
 
-// The implementations that have `fault`, with it planted; an error if none has it.
-std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_ptr<Implementation>> impls,
-                                                        const std::string& fault) {
-  std::vector<std::unique_ptr<Implementation>> faulty;
-  for (auto& impl : impls) {
-    const std::vector<std::string> faults = impl->faults();
-    if (std::find(faults.begin(), faults.end(), fault) == faults.end()) continue;
-    impl->inject(fault);
-    faulty.push_back(std::move(impl));
-  }
-  if (faulty.empty()) throw Error("--inject " + fault + ": no selected implementation has this fault (see list)");
-  return faulty;
-}
-
 // "out.h" -> "out.naive.3.h5": one file per judged case when a run judges several.
 std::string numbered_path(const std::string& path, const std::string& impl, int case_number) {
   const std::size_t slash = path.find_last_of('/');

@@ -61,6 +61,7 @@ int run_triage(const TriageCommand& command) {
 
   std::cout << "\nimplementations, stage by stage:\n";
   std::vector<std::unique_ptr<Implementation>> impls = chosen(command.impls, device.available);
+  if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
   std::unique_ptr<DeviceInputs> device_inputs;
   std::vector<CaseResult> results;
   Implementation* first_failing = nullptr;
