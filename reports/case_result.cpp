@@ -34,4 +34,9 @@ Index4 OutputResult::index_of(unsigned long long flat) const {
   return at;
 }
 
+bool same_divergence(const std::optional<Divergence>& a, const std::optional<Divergence>& b, bool with_index) {
+  if (!a || !b) return !a && !b;
+  return a->output == b->output && a->cause == b->cause && (!with_index || a->index == b->index);
+}
+
 }  // namespace fc

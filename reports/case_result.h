@@ -77,4 +77,7 @@ struct CaseResult {
   double seconds = 0;
 };
 
+// The same first divergence: the same stage output and cause, and with_index the same element.
+bool same_divergence(const std::optional<Divergence>& a, const std::optional<Divergence>& b, bool with_index);
+
 }  // namespace fc

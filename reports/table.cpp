@@ -140,4 +140,11 @@ void write_pinpoint(std::ostream& out, const Divergence& d) {
   }
 }
 
+std::string outcome_text(const CaseResult& r) {
+  std::string s = verdict_name(r.verdict);
+  if (r.divergence) s += " at " + r.divergence->output + " " + index_string(r.divergence->index) + " (" + r.divergence->cause + ")";
+  if (!r.reason.empty()) s += " (" + r.reason + ")";
+  return s;
+}
+
 }  // namespace fc

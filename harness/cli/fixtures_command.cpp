@@ -86,17 +86,6 @@ double reference_drift(const Snapshot& s, const std::vector<OutputReferences>& n
   return drift;
 }
 
-bool same_divergence(const std::optional<Divergence>& a, const std::optional<Divergence>& b, bool with_index) {
-  if (!a || !b) return !a && !b;
-  return a->output == b->output && a->cause == b->cause && (!with_index || a->index == b->index);
-}
-
-std::string outcome(const CaseResult& r) {
-  std::string s = verdict_name(r.verdict);
-  if (r.divergence) s += " at " + r.divergence->output + " " + index_string(r.divergence->index) + " (" + r.divergence->cause + ")";
-  if (!r.reason.empty()) s += " (" + r.reason + ")";
-  return s;
-}
 
 struct Tally {
   std::vector<JunitCase> junit;
@@ -157,7 +146,7 @@ int run_fixtures(const FixturesCommand& command) {
     drift_text << "stored references within " << drift << " of the recomputed ones (1e-12 allowed)";
     tally.add(file, "reference", drift <= 1e-12, drift_text.str(), nullptr);
     const bool replay_ok = replay.verdict == s.recorded.verdict && same_divergence(replay.divergence, s.recorded.divergence, true);
-    tally.add(file, "replay", replay_ok, "replayed " + outcome(replay) + "; recorded " + outcome(s.recorded), &replay);
+    tally.add(file, "replay", replay_ok, "replayed " + outcome_text(replay) + "; recorded " + outcome_text(s.recorded), &replay);
 
     // Live: every implementation on the fixture's inputs, the GPU ones where a device is.
     const bool input_defect = s.recorded.divergence && (s.recorded.divergence->cause == "input-nan" ||
@@ -177,7 +166,7 @@ int run_fixtures(const FixturesCommand& command) {
         ok = live.verdict == Verdict::pass;
       }
       tally.add(file, "live " + impl->name() + (captured && !s.fault.empty() ? " with " + s.fault : ""), ok,
-                outcome(live), &live);
+                outcome_text(live), &live);
     }
   }
   if (command.write_manifest) {

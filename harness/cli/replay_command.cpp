@@ -15,17 +15,8 @@ int run_replay(const ReplayCommand& command) {
   std::cout << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault)
             << ")\n";
   write_case_table(std::cout, result);
-  const bool same_verdict = result.verdict == s.recorded.verdict;
-  const bool same_divergence = !result.divergence == !s.recorded.divergence &&
-                               (!result.divergence || (result.divergence->output == s.recorded.divergence->output &&
-                                                       result.divergence->cause == s.recorded.divergence->cause &&
-                                                       result.divergence->index == s.recorded.divergence->index));
-  std::cout << "recorded: " << verdict_name(s.recorded.verdict);
-  if (s.recorded.divergence) {
-    std::cout << " at " << s.recorded.divergence->output << " " << index_string(s.recorded.divergence->index) << " ("
-              << s.recorded.divergence->cause << ")";
-  }
-  std::cout << (same_verdict && same_divergence ? "; the replay agrees\n" : "; the replay DIFFERS\n");
+  const bool agrees = result.verdict == s.recorded.verdict && same_divergence(result.divergence, s.recorded.divergence, true);
+  std::cout << "recorded: " << outcome_text(s.recorded) << (agrees ? "; the replay agrees\n" : "; the replay DIFFERS\n");
   write_report_files(command.reports, command.command_line, {result}, "replay");
   return result.verdict == Verdict::pass ? kExitPass : kExitDiverged;
 }
