@@ -5,9 +5,6 @@
 #include "core/json_writer.h"
 #include "stages/cublaslt/descriptor_json.h"
 
-#ifndef FLASHCORE_VERSION
-#define FLASHCORE_VERSION "unknown"
-#endif
 
 namespace fc {
 namespace {
@@ -166,7 +163,7 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
   for (const CaseResult& c : cases) ++counts[verdict_name(c.verdict)];
   j.begin_object()
       .field("tool", "flashcore-check")
-      .field("version", FLASHCORE_VERSION)
+      .field("version", info.version)
       .field("json_schema", 1)
       .field("command", info.command)
       .field("device", info.device);

@@ -11,6 +11,7 @@
 namespace fc {
 
 struct RunInfo {
+  std::string version;  // the tool's version
   std::string command;  // the command line
   std::string device;   // "NVIDIA H100 80GB HBM3 (sm_90)" or "none"
   std::vector<InputFinding> input_findings;  // triage: what the inputs say before any kernel

@@ -1,6 +1,7 @@
 #include "harness/cli/report_files.h"
 
 #include "harness/io/text_output.h"
+#include "harness/version.h"
 #include "reports/json_report.h"
 #include "stages/device_info.h"
 
@@ -10,7 +11,7 @@ void write_report_files(const ReportFiles& files, const std::string& command, co
                         const std::string& suite, std::vector<JunitCase> junit,
                         const std::vector<InputFinding>& input_findings) {
   if (!files.json.empty()) {
-    const RunInfo info{command, device_info().describe(), input_findings};
+    const RunInfo info{tool_version(), command, device_info().describe(), input_findings};
     write_text_file(files.json, [&](std::ostream& out) { write_json_report(out, info, cases); });
   }
   if (!files.junit.empty()) {
