@@ -28,6 +28,7 @@ struct FaultSpec {
   std::string expected_stage;       // for `list`: "rescale[0]", "first qk with a score past 65504"
   std::string expected_cause;
   std::function<Expectation(const AttentionInputs&, const StageGraph&)> expect;
+  bool keep_as_fixture = true;      // a race's trace of every tile is too large to keep
 };
 
 const std::vector<FaultSpec>& fault_catalog();

@@ -53,8 +53,7 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot);
       cell.faulty = faulty.result;
       grade(cell);
-      // A race's trace (a 4x8x512 case of every tile) is too large to keep as a fixture.
-      if (snapshot && spec.id != "missing-sync") {
+      if (snapshot && spec.keep_as_fixture) {
         SnapshotOptions s;
         s.kind = "fixture";
         s.fault = spec.id;
