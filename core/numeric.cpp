@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -86,5 +87,12 @@ bool is_subnormal(DType t, double x) {
 }
 
 bool overflows(DType t, double x) { return std::isfinite(x) && std::isinf(round_to(t, x)); }
+
+std::string number_text(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
 
 }  // namespace fc

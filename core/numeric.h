@@ -2,6 +2,7 @@
 // Conversions between the storage formats and double, with the rounding a kernel does
 // (round to nearest even), and the ULP distance used in reports.
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -20,6 +21,9 @@ double round_to(DType t, double x);
 std::int64_t ulp_distance(DType t, double a, double b);
 
 bool is_subnormal(DType t, double x);
+
+// x with 6 significant digits, as the reports print values ("4.04041e-07").
+std::string number_text(double x);
 
 // A finite x that format t stores as Inf (fp16: |x| >= 65520).
 bool overflows(DType t, double x);

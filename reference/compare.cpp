@@ -8,6 +8,27 @@
 
 namespace fc {
 
+Index4 index_in(const Dims& dims, std::int64_t flat) {
+  Index4 at;
+  if (dims.size() == 3) {
+    at.row = flat % dims[2];
+    at.h = (flat / dims[2]) % dims[1];
+    at.b = flat / (dims[2] * dims[1]);
+  } else if (dims.size() == 4) {
+    at.col = flat % dims[3];
+    at.row = (flat / dims[3]) % dims[2];
+    at.h = (flat / (dims[3] * dims[2])) % dims[1];
+    at.b = flat / (dims[3] * dims[2] * dims[1]);
+  }
+  return at;
+}
+
+std::string at_text(const Index4& i) {
+  std::string s = "b=" + std::to_string(i.b) + " h=" + std::to_string(i.h) + " row " + std::to_string(i.row);
+  if (i.col >= 0) s += " col " + std::to_string(i.col);
+  return s;
+}
+
 Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded& reference, DType kernel_format) {
   const MatrixR& ref = reference.value;
   if (kernel.rows() != ref.rows() || kernel.cols() != ref.cols()) {

@@ -6,8 +6,10 @@
 // NaN too (a NaN input reaching the stage is a divergence whose cause is the input).
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
 #include "reference/stage_eval.h"
 
 namespace fc {
@@ -18,6 +20,11 @@ struct Index4 {
   std::int64_t b = -1, h = -1, row = -1, col = -1;
   bool operator==(const Index4& o) const { return b == o.b && h == o.h && row == o.row && col == o.col; }
 };
+
+// Element `flat` of a row-major [B,H,S,C] tensor, or of a [B,H,S] one (col -1).
+Index4 index_in(const Dims& dims, std::int64_t flat);
+// "b=1 h=0 row 200 col 3", without the column for a row quantity.
+std::string at_text(const Index4& i);
 
 struct ElementReport {
   Index4 index;

@@ -18,19 +18,8 @@ bool OutputResult::passed() const {
 }
 
 Index4 OutputResult::index_of(unsigned long long flat) const {
-  Index4 at;
-  const auto f = static_cast<std::int64_t>(flat);
-  if (dims.size() == 3) {
-    at.row = f % dims[2];
-    at.h = (f / dims[2]) % dims[1];
-    at.b = f / (dims[2] * dims[1]);
-    at.col = -1;
-  } else if (dims.size() == 4) {
-    at.col = f % dims[3] + col_offset;
-    at.row = (f / dims[3]) % dims[2];
-    at.h = (f / (dims[3] * dims[2])) % dims[1];
-    at.b = f / (dims[3] * dims[2] * dims[1]);
-  }
+  Index4 at = index_in(dims, static_cast<std::int64_t>(flat));
+  if (at.col >= 0) at.col += col_offset;
   return at;
 }
 

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <sstream>
 
 #include "core/numeric.h"
 #include "reference/attention.h"
@@ -15,28 +14,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A finite error this many times its bound is a wrong value, not lost precision.
 constexpr double kPrecisionLossLimit = 100.0;
 
-std::string at_string(const Index4& i) {
-  std::ostringstream s;
-  s << "b=" << i.b << " h=" << i.h << " row " << i.row;
-  if (i.col >= 0) s << " col " << i.col;
-  return s.str();
-}
-
-std::string number(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
-
-Index4 index_in(const Dims& dims, std::int64_t flat) {
-  Index4 at;
-  at.col = flat % dims[3];
-  at.row = (flat / dims[3]) % dims[2];
-  at.h = (flat / (dims[3] * dims[2])) % dims[1];
-  at.b = flat / (dims[3] * dims[2] * dims[1]);
-  return at;
-}
 
 // Was the buffer an output lives in written by an earlier captured stage of this run?
 bool written_before(const TraceRun& run, std::size_t captured_index) {
@@ -144,11 +121,11 @@ bool in_place_read_of_unwritten(Divergence& d, const TraceRun& run, std::size_t 
     d.cause = "stale-accumulator";
     d.evidence = r.stage_name + " accumulated into '" + buffer +
                  "' (beta = 1) before any stage wrote it, so the sum starts from stale memory (at " +
-                 at_string(d.index) + ")";
+                 at_text(d.index) + ")";
   } else {
     d.cause = "uninitialized-read";
     d.evidence = r.stage_name + " read '" + buffer + "' before any stage wrote it: scaling uninitialized memory " +
-                 "gave NaN at " + at_string(d.index);
+                 "gave NaN at " + at_text(d.index);
   }
   return true;
 }
@@ -174,14 +151,14 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
     d.cause = "unwritten-output";
     d.evidence = r.stage_name + " did not write '" +
                  run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id)) + "': it still holds " +
-                 outputs[*earlier].name + "'s values (" + number(k) + " at " + at_string(d.index) + ", reference " +
-                 number(ref) + ")";
+                 outputs[*earlier].name + "'s values (" + number_text(k) + " at " + at_text(d.index) + ", reference " +
+                 number_text(ref) + ")";
     return;
   }
 
   if (bad_value && r.kind == StageKind::combine && row_has_empty_split(run, outputs, d.index)) {
     d.cause = "combine-empty-split";
-    d.evidence = "the combine produced " + number(k) + " at " + at_string(d.index) + ", a row with a split whose " +
+    d.evidence = "the combine produced " + number_text(k) + " at " + at_text(d.index) + ", a row with a split whose " +
                  "every key is masked (partial lse -inf): such a split must get weight 0, and a row with no key 0";
     return;
   }
@@ -189,20 +166,20 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
     d.cause = "fully-masked-row";
     d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
                  std::to_string(d.index.h) + " has no key to attend to (all " + std::to_string(row.keys) +
-                 " masked): the row max is -inf and exp(-inf - (-inf)) gave " + number(k) + " in " + r.stage_name;
+                 " masked): the row max is -inf and exp(-inf - (-inf)) gave " + number_text(k) + " in " + r.stage_name;
     return;
   }
   if (r.kind == StageKind::qk && (std::isinf(k) || std::fabs(ref) > max_finite(r.dtype))) {
     d.cause = "score-overflow";
-    d.evidence = "the score at " + at_string(d.index) + " is " + number(ref) + " but the kernel stored " + number(k) +
-                 ": it overflows " + dtype_name(r.dtype) + " (largest finite " + number(max_finite(r.dtype)) + ")";
+    d.evidence = "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " + number_text(k) +
+                 ": it overflows " + dtype_name(r.dtype) + " (largest finite " + number_text(max_finite(r.dtype)) + ")";
     return;
   }
   if (bad_value && r.kind == StageKind::softmax && row.row_max > kFp32ExpOverflow) {
     const std::optional<double> s = captured_score(run, outputs, r, d.index);
     d.cause = "exp-overflow";
-    d.evidence = "exp overflowed in " + r.stage_name + " at " + at_string(d.index) + ": the row max is " +
-                 number(row.row_max) + (s ? ", the score " + number(*s) : std::string()) +
+    d.evidence = "exp overflowed in " + r.stage_name + " at " + at_text(d.index) + ": the row max is " +
+                 number_text(row.row_max) + (s ? ", the score " + number_text(*s) : std::string()) +
                  ", and exp of more than 88.7 exceeds fp32 (is the row max subtracted before exp?)";
     return;
   }
@@ -210,22 +187,22 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
     if (const std::optional<double> factor = row_scale_factor(run, references, i, r, d.index, f.stage_local)) {
       d.cause = "scale-mismatch";
       d.evidence = "row " + std::to_string(d.index.row) + " of " + r.name + " (b=" + std::to_string(d.index.b) +
-                   " h=" + std::to_string(d.index.h) + ") is the reference times " + number(*factor) +
+                   " h=" + std::to_string(d.index.h) + ") is the reference times " + number_text(*factor) +
                    ": a normalization or rescale is missing or applied twice";
       return;
     }
   }
   if (std::isfinite(k) && f.element.bound > 0 && std::fabs(k - ref) / f.element.bound < kPrecisionLossLimit) {
     d.cause = "precision-loss";
-    d.evidence = r.name + " is " + number(std::fabs(k - ref) / f.element.bound) + "x its error bound at " +
-                 at_string(d.index) + " (kernel " + number(k) + ", reference " + number(ref) + ")" +
+    d.evidence = r.name + " is " + number_text(std::fabs(k - ref) / f.element.bound) + "x its error bound at " +
+                 at_text(d.index) + " (kernel " + number_text(k) + ", reference " + number_text(ref) + ")" +
                  (f.stage_local ? "" : "; the stage's own error is within bound, so it accumulated upstream");
     return;
   }
   d.cause = "unknown";
-  d.evidence = r.name + " holds " + number(k) + " at " + at_string(d.index) + " where the reference is " + number(ref) +
+  d.evidence = r.name + " holds " + number_text(k) + " at " + at_text(d.index) + " where the reference is " + number_text(ref) +
                (std::isfinite(k) && f.element.bound > 0
-                    ? " (" + number(std::fabs(k - ref) / f.element.bound) + "x the bound)"
+                    ? " (" + number_text(std::fabs(k - ref) / f.element.bound) + "x the bound)"
                     : std::string());
 }
 
@@ -314,7 +291,7 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
       d.cause = "unwritten-output";
       d.evidence = std::to_string(r.flags.unwritten) + " elements of " + r.name + " were never written ('" +
                    run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id)) +
-                   "' still holds its poison), the first at " + at_string(d.index);
+                   "' still holds its poison), the first at " + at_text(d.index);
       return d;
     }
     if (r.flags.foreign_poison > 0) {
@@ -322,7 +299,7 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
       d.cause = "uninitialized-read";
       d.evidence = r.name + " holds the poison of buffer '" +
                    run.buffer_names.at(static_cast<std::size_t>(r.flags.foreign_source())) + "' at " +
-                   at_string(d.index) + ": it copied memory that no stage wrote";
+                   at_text(d.index) + ": it copied memory that no stage wrote";
       return d;
     }
     if (!f) continue;  // unreachable: a failing output has a failing element or a flag above

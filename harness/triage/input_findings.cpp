@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "core/numeric.h"
 #include "reference/attention.h"
@@ -13,28 +12,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kFp16Max = max_finite(DType::f16);
 
-// Element i of a [B,H,S,D] tensor.
-Index4 element_index(const HostTensor& t, std::int64_t i) {
-  const Dims& d = t.dims();
-  return {i / (d[1] * d[2] * d[3]), (i / (d[2] * d[3])) % d[1], (i / d[3]) % d[2], i % d[3]};
-}
-
-std::string at(const Index4& i) {
-  std::ostringstream s;
-  s << "b=" << i.b << " h=" << i.h << " row " << i.row;
-  if (i.col >= 0) s << " col " << i.col;
-  return s.str();
-}
-
 std::string row_text(const Index4& i) {
   return "row " + std::to_string(i.row) + " of b=" + std::to_string(i.b) + " h=" + std::to_string(i.h);
-}
-
-std::string number(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
 }
 
 // Counts the elements of `t` for which `hit` holds, and the first of them.
@@ -50,16 +29,16 @@ std::int64_t count_where(const HostTensor& t, Predicate hit, std::int64_t& first
 void scan_tensor(const char* name, const HostTensor& t, std::vector<InputFinding>& out) {
   std::int64_t first = -1;
   if (const std::int64_t n = count_where(t, [](double x) { return std::isnan(x); }, first)) {
-    const Index4 i = element_index(t, first);
-    out.push_back({"input-nan", name, i, std::string(name) + " holds " + std::to_string(n) + " NaN, the first at " + at(i), true});
+    const Index4 i = index_in(t.dims(), first);
+    out.push_back({"input-nan", name, i, std::string(name) + " holds " + std::to_string(n) + " NaN, the first at " + at_text(i), true});
   }
   if (const std::int64_t n = count_where(t, [](double x) { return std::isinf(x); }, first)) {
-    const Index4 i = element_index(t, first);
-    out.push_back({"input-inf", name, i, std::string(name) + " holds " + std::to_string(n) + " Inf, the first at " + at(i), true});
+    const Index4 i = index_in(t.dims(), first);
+    out.push_back({"input-inf", name, i, std::string(name) + " holds " + std::to_string(n) + " Inf, the first at " + at_text(i), true});
   }
   const DType format = t.dtype();
   if (const std::int64_t n = count_where(t, [format](double x) { return is_subnormal(format, x); }, first)) {
-    out.push_back({"subnormal-inputs", name, element_index(t, first),
+    out.push_back({"subnormal-inputs", name, index_in(t.dims(), first),
                    std::string(name) + " holds " + std::to_string(n) + " of " + std::to_string(t.numel()) +
                        " values in the " + dtype_name(format) + " subnormal range (reduced precision)",
                    false});
@@ -88,10 +67,10 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
       std::int64_t first = -1;
       const std::int64_t lost = count_where(*t, [kernel_dtype](double x) { return overflows(kernel_dtype, x); }, first);
       if (lost) {
-        const Index4 i = element_index(*t, first);
+        const Index4 i = index_in(t->dims(), first);
         out.push_back({"conversion-overflow", name, i,
                        std::string(name) + " holds " + std::to_string(lost) + " " + dtype_name(in.problem.dtype) +
-                           " values past the " + dtype_name(kernel_dtype) + " range, the first at " + at(i) +
+                           " values past the " + dtype_name(kernel_dtype) + " range, the first at " + at_text(i) +
                            ": they become Inf in " + dtype_name(kernel_dtype),
                        true});
       }
@@ -138,19 +117,19 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   if (unscaled) {
     out.push_back({"score-overflow-unscaled", "scores", first_unscaled,
                    std::to_string(unscaled) + " scores exceed the fp16 range before the scale (up to " +
-                       number(peak_unscaled) + "), the first at " + at(first_unscaled) + " (q.k = " + number(first_raw) +
+                       number_text(peak_unscaled) + "), the first at " + at_text(first_unscaled) + " (q.k = " + number_text(first_raw) +
                        "): a kernel storing q.k in fp16 before scaling gets Inf",
                    false});
   }
   if (scaled) {
     out.push_back({"score-overflow", "scores", first_scaled,
                    std::to_string(scaled) + " scores exceed the fp16 range after the scale, the first at " +
-                       at(first_scaled) + " (" + number(first_score) + "): fp16 scores overflow",
+                       at_text(first_scaled) + " (" + number_text(first_score) + "): fp16 scores overflow",
                    false});
   }
   if (exp_risk) {
     out.push_back({"exp-overflow-risk", "scores", first_exp,
-                   std::to_string(exp_risk) + " rows have a max score above 88.7 (up to " + number(peak_row_max) +
+                   std::to_string(exp_risk) + " rows have a max score above 88.7 (up to " + number_text(peak_row_max) +
                        "), the first " + row_text(first_exp) +
                        ": exp overflows fp32 there unless the row max is subtracted first",
                    false});
