@@ -29,6 +29,13 @@ void add_case_options(CLI::App& app, PlanOptions& plan) {
   app.add_option("--scale", plan.scale, "softmax scale (default 1/sqrt(D))")->group("Cases");
 }
 
+// --json FILE and --junit FILE; `testcase` says what one JUnit testcase is.
+void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& testcase) {
+  app.add_option("--json", reports.json, "also write the results as JSON to FILE")->group("Output");
+  app.add_option("--junit", reports.junit, "also write JUnit XML to FILE (a testcase per " + testcase + ")")
+      ->group("Output");
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -50,8 +57,7 @@ int run_cli(int argc, char** argv) {
   app.add_option("--inject", trace.inject,
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
-  app.add_option("--json", trace.reports.json, "also write the results as JSON to FILE")->group("Output");
-  app.add_option("--junit", trace.reports.junit, "also write JUnit XML to FILE (a testcase per case)")->group("Output");
+  add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
                  "write each case to an HDF5 snapshot (FILE, or FILE's stem + .IMPL.N.h5 for several)")
       ->group("Output");
@@ -81,8 +87,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* replay_cmd = app.add_subcommand(
       "replay", "recompute the references and comparisons of a snapshot on the CPU and report as the live run did");
   replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required()->check(CLI::ExistingFile);
-  replay_cmd->add_option("--json", replay.reports.json, "also write JSON to FILE");
-  replay_cmd->add_option("--junit", replay.reports.junit, "also write JUnit XML to FILE");
+  add_report_options(*replay_cmd, replay.reports, "snapshot");
 
   DiffCommand diff;
   CLI::App* diff_cmd = app.add_subcommand("diff", "compare two snapshots of the same case stage by stage");
@@ -95,11 +100,11 @@ int run_cli(int argc, char** argv) {
       "faults", "the detection matrix: every planted fault found at the right stage, element and cause");
   faults_cmd->add_option("--fault", faults.faults, "only these faults (list shows them)");
   faults_cmd->add_option("--impl", faults.impls, "only these implementations");
-  faults_cmd->add_option("--sweep", faults.sweep, "also run N clean random cases through every implementation");
+  faults_cmd->add_option("--sweep", faults.sweep, "also run N clean random cases through every implementation")
+      ->check(CLI::NonNegativeNumber);
   faults_cmd->add_option("--snapshots", faults.snapshots, "write each faulty run as a fixture into DIR")
       ->check(CLI::ExistingDirectory);
-  faults_cmd->add_option("--json", faults.reports.json, "also write JSON to FILE");
-  faults_cmd->add_option("--junit", faults.reports.junit, "also write JUnit XML to FILE");
+  add_report_options(*faults_cmd, faults.reports, "fault and implementation");
 
   TriageCommand triage;
   triage.command_line = trace.command_line;
@@ -115,16 +120,14 @@ int run_cli(int argc, char** argv) {
                          "bug behave on this report; the others are not run");
   triage_cmd->add_option("--minimize", triage.minimize,
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
-  triage_cmd->add_option("--json", triage.reports.json, "also write JSON to FILE");
-  triage_cmd->add_option("--junit", triage.reports.junit, "also write JUnit XML to FILE");
+  add_report_options(*triage_cmd, triage.reports, "implementation");
 
   FixturesCommand fixtures;
   fixtures.command_line = trace.command_line;
   CLI::App* fixtures_cmd = app.add_subcommand(
       "fixtures", "check every regression fixture: integrity, reference, replayed verdict; with a GPU, live runs");
   fixtures_cmd->add_option("dir", fixtures.dir, "the fixtures folder (default: fixtures)")->check(CLI::ExistingDirectory);
-  fixtures_cmd->add_option("--json", fixtures.reports.json, "also write JSON to FILE");
-  fixtures_cmd->add_option("--junit", fixtures.reports.junit, "also write JUnit XML to FILE (fixture x implementation)");
+  add_report_options(*fixtures_cmd, fixtures.reports, "fixture and check");
   fixtures_cmd->add_flag("--write-manifest", fixtures.write_manifest, "rewrite DIR/MANIFEST from the fixtures");
 
   DescribeCommand describe;
