@@ -101,7 +101,7 @@ int run_cli(int argc, char** argv) {
   faults_cmd->add_option("--fault", faults.faults, "only these faults (list shows them)");
   faults_cmd->add_option("--impl", faults.impls, "only these implementations");
   faults_cmd->add_option("--sweep", faults.sweep, "also run N clean random cases through every implementation")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1000000));
   faults_cmd->add_option("--snapshots", faults.snapshots, "write each faulty run as a fixture into DIR")
       ->check(CLI::ExistingDirectory);
   add_report_options(*faults_cmd, faults.reports, "fault and implementation");
