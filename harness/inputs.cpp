@@ -171,17 +171,22 @@ Mask make_mask(const std::string& spec, const Shape& shape, std::uint64_t seed) 
   return mask;
 }
 
-AttentionInputs generate_inputs(const CaseSpec& spec) {
+Problem make_problem(const CaseSpec& spec) {
   bool known = false;
   for (const std::string& d : distribution_names()) known = known || d == spec.dist;
   if (!known) throw Error("--dist '" + spec.dist + "': unknown (normal, uniform, large, outlier, tiny)");
+  Problem p;
+  p.shape = spec.shape;
+  p.dtype = spec.dtype;
+  p.scale = spec.scale ? *spec.scale : default_scale(spec.shape.head_dim);
+  p.mask = make_mask(spec.mask, spec.shape, spec.seed);
+  return p;
+}
 
+AttentionInputs generate_inputs(const CaseSpec& spec) {
   AttentionInputs in;
   const Shape& s = spec.shape;
-  in.problem.shape = s;
-  in.problem.dtype = spec.dtype;
-  in.problem.scale = spec.scale ? *spec.scale : default_scale(s.head_dim);
-  in.problem.mask = make_mask(spec.mask, s, spec.seed);
+  in.problem = make_problem(spec);
   in.q = draw(spec, {s.batch, s.heads, s.q_len, s.head_dim}, kQ);
   in.k = draw(spec, {s.batch, s.heads, s.kv_len, s.head_dim}, kK);
   in.v = draw(spec, {s.batch, s.heads, s.kv_len, s.head_dim}, kV);

@@ -29,6 +29,9 @@ std::string mask_help();
 
 // Throws fc::Error on an unknown distribution or mask part.
 AttentionInputs generate_inputs(const CaseSpec& spec);
+// The problem of a spec (shape, dtype, scale, mask) without drawing q, k and v; the same
+// errors as generate_inputs.
+Problem make_problem(const CaseSpec& spec);
 
 // The mask of a spec alone (the part of generate_inputs that draws it).
 Mask make_mask(const std::string& spec, const Shape& shape, std::uint64_t seed);

@@ -25,8 +25,7 @@ RandomCase random_case(std::uint64_t seed, bool small) {
   s.shape.head_dim = pick(rng, std::vector<std::int64_t>{64, 128});
   s.mask = pick(rng, std::vector<std::string>{"none", "causal", "causal-br", "padding", "bool", "bias",
                                                "causal+padding", "bool+masked-rows", "padding=0"});
-  if (s.mask == "padding=0") {  // a batch with no keys at all
-    s.mask = "padding=0";
+  if (s.mask == "padding=0") {  // a batch with no keys at all, the others whole
     for (std::int64_t b = 1; b < s.shape.batch; ++b) s.mask += "," + std::to_string(s.shape.kv_len);
   }
   s.dist = pick(rng, distribution_names());

@@ -107,7 +107,7 @@ TEST_CASE("a failing case is minimized to the row and key that cause it", "[tria
   const CaseResult r = judge_case(*impl, in, describe_case(in, "nan", "none", "normal", 9), nullptr);
   REQUIRE(r.divergence);
   CHECK(r.divergence->cause == "input-nan");
-  const std::optional<Minimized> m = minimize(*impl, in, *r.divergence, false);
+  const std::optional<Minimized> m = minimize(*impl, in, *r.divergence);
   REQUIRE(m);
   CHECK(m->inputs.problem.shape == Shape{1, 1, 1, 1, 8});
   REQUIRE(m->judged.result.divergence);

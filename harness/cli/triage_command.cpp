@@ -85,7 +85,7 @@ int run_triage(const TriageCommand& command) {
       const Divergence target =
           *std::find_if(results.begin(), results.end(), [&](const CaseResult& r) { return r.impl == first_failing->name(); })->divergence;
       std::cout << "\nminimizing for " << first_failing->name() << " (" << target.kind << ", " << target.cause << ")\n";
-      const std::optional<Minimized> m = minimize(*first_failing, inputs, target, first_failing->on_gpu());
+      const std::optional<Minimized> m = minimize(*first_failing, inputs, target);
       if (!m) {
         std::cout << "  the failure does not reproduce on its own head alone: not minimized\n";
       } else {

@@ -19,14 +19,14 @@ HostTensor slice(const HostTensor& t, std::int64_t b, std::int64_t h, std::int64
 
 class Minimizer {
  public:
-  Minimizer(Implementation& impl, const Divergence& failure, bool gpu) : impl_(impl), failure_(failure), gpu_(gpu) {}
+  Minimizer(Implementation& impl, const Divergence& failure) : impl_(impl), failure_(failure) {}
 
   // Does the implementation still fail the same way on `candidate`?
   bool still_fails(const AttentionInputs& candidate) {
     if (impl_.unsupported(candidate.problem)) return false;
     ++runs;
     std::unique_ptr<DeviceInputs> device;
-    if (gpu_) device = std::make_unique<DeviceInputs>(candidate, nullptr);
+    if (impl_.on_gpu()) device = std::make_unique<DeviceInputs>(candidate, nullptr);
     const CaseDescription d = describe_case(candidate, candidate.problem.shape.to_string(), "", "", std::nullopt);
     const CaseResult r = judge_case(impl_, candidate, d, device.get());
     return r.divergence && r.divergence->kind == failure_.kind && r.divergence->cause == failure_.cause;
@@ -37,7 +37,6 @@ class Minimizer {
  private:
   Implementation& impl_;
   const Divergence& failure_;
-  bool gpu_;
 };
 
 }  // namespace
@@ -68,8 +67,8 @@ AttentionInputs slice_case(const AttentionInputs& in, std::int64_t b, std::int64
   return out;
 }
 
-std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& in, const Divergence& failure, bool gpu) {
-  Minimizer m(impl, failure, gpu);
+std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& in, const Divergence& failure) {
+  Minimizer m(impl, failure);
   const Shape& s = in.problem.shape;
   const Index4& at = failure.index;
   Minimized result;
@@ -123,7 +122,7 @@ std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& i
 
   result.inputs = candidate();
   std::unique_ptr<DeviceInputs> device;
-  if (gpu) device = std::make_unique<DeviceInputs>(result.inputs, nullptr);
+  if (impl.on_gpu()) device = std::make_unique<DeviceInputs>(result.inputs, nullptr);
   const CaseDescription d = describe_case(result.inputs, result.inputs.problem.shape.to_string() + " minimized from " +
                                                              in.problem.shape.to_string(),
                                           result.inputs.problem.mask.describe(), "", std::nullopt);

@@ -24,8 +24,8 @@ struct Minimized {
   int runs = 0;                     // how many times the implementation ran
 };
 
-// `failure` is the divergence to keep; `device` is null for CPU implementations.
-std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& inputs, const Divergence& failure,
-                                  bool gpu);
+// `failure` is the divergence to keep (the same stage kind and cause); a GPU implementation
+// gets each candidate's inputs on the device.
+std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& inputs, const Divergence& failure);
 
 }  // namespace fc
