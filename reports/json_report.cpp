@@ -164,7 +164,7 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
   j.begin_object()
       .field("tool", "flashcore-check")
       .field("version", info.version)
-      .field("json_schema", 1)
+      .field("json_schema", 2)
       .field("command", info.command)
       .field("device", info.device);
   if (!info.input_findings.empty()) {
