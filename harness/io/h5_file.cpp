@@ -1029,61 +1029,71 @@ std::vector<double> read_double_values(hid_t attribute, const AttributeShape& sh
   return values;
 }
 
+// An attribute opened and inspected, of a class it may have (`expected` names them for the
+// error), with the failure that names it in messages.
+struct TypedAttribute {
+  H5Handle handle;
+  AttributeFailure fail;
+  AttributeShape shape;
+};
+
+std::optional<TypedAttribute> typed_attribute(H5Handle handle, const std::string& file_path, hid_t file,
+                                              const std::string& object_path, const std::string& name,
+                                              bool numeric, H5T_class_t cls, const char* expected) {
+  if (!handle) return std::nullopt;
+  TypedAttribute a{std::move(handle), {file_path, file, object_path + ": attribute '" + name + "'"}, {}};
+  a.shape = inspect_attribute(a.handle.get(), a.fail);
+  // A float attribute may be stored as integers (numeric): read as doubles, exactness checked.
+  const bool accepted = a.shape.cls == cls || (numeric && a.shape.cls == H5T_INTEGER);
+  if (!accepted) fail_wrong_type(a.shape, expected, a.fail);
+  return a;
+}
+
 }  // namespace
 
 std::optional<std::string> H5Reader::string_attribute(const std::string& object_path,
                                                       const std::string& name) const {
-  H5Handle attribute = open_attribute(object_path, name);
-  if (!attribute) return std::nullopt;
-  const AttributeFailure fail{path_, file_.get(), object_path + ": attribute '" + name + "'"};
-  const AttributeShape shape = inspect_attribute(attribute.get(), fail);
-  if (shape.cls != H5T_STRING) fail_wrong_type(shape, "string", fail);
-  require_single_value(shape, fail);
-  return read_string_value(attribute.get(), shape, fail);
+  auto a = typed_attribute(open_attribute(object_path, name), path_, file_.get(), object_path, name, false,
+                           H5T_STRING, "string");
+  if (!a) return std::nullopt;
+  require_single_value(a->shape, a->fail);
+  return read_string_value(a->handle.get(), a->shape, a->fail);
 }
 
 std::optional<std::int64_t> H5Reader::int_attribute(const std::string& object_path,
                                                     const std::string& name) const {
-  H5Handle attribute = open_attribute(object_path, name);
-  if (!attribute) return std::nullopt;
-  const AttributeFailure fail{path_, file_.get(), object_path + ": attribute '" + name + "'"};
-  const AttributeShape shape = inspect_attribute(attribute.get(), fail);
-  if (shape.cls != H5T_INTEGER) fail_wrong_type(shape, "integer", fail);
-  require_single_value(shape, fail);
-  return read_int_values(attribute.get(), shape, fail).front();
+  auto a = typed_attribute(open_attribute(object_path, name), path_, file_.get(), object_path, name, false,
+                           H5T_INTEGER, "integer");
+  if (!a) return std::nullopt;
+  require_single_value(a->shape, a->fail);
+  return read_int_values(a->handle.get(), a->shape, a->fail).front();
 }
 
 std::optional<double> H5Reader::double_attribute(const std::string& object_path,
                                                  const std::string& name) const {
-  H5Handle attribute = open_attribute(object_path, name);
-  if (!attribute) return std::nullopt;
-  const AttributeFailure fail{path_, file_.get(), object_path + ": attribute '" + name + "'"};
-  const AttributeShape shape = inspect_attribute(attribute.get(), fail);
-  if (shape.cls != H5T_FLOAT && shape.cls != H5T_INTEGER) fail_wrong_type(shape, "float", fail);
-  require_single_value(shape, fail);
-  return read_double_values(attribute.get(), shape, fail).front();
+  auto a = typed_attribute(open_attribute(object_path, name), path_, file_.get(), object_path, name, true,
+                           H5T_FLOAT, "float");
+  if (!a) return std::nullopt;
+  require_single_value(a->shape, a->fail);
+  return read_double_values(a->handle.get(), a->shape, a->fail).front();
 }
 
 std::optional<std::vector<std::int64_t>> H5Reader::int_list_attribute(const std::string& object_path,
                                                                       const std::string& name) const {
-  H5Handle attribute = open_attribute(object_path, name);
-  if (!attribute) return std::nullopt;
-  const AttributeFailure fail{path_, file_.get(), object_path + ": attribute '" + name + "'"};
-  const AttributeShape shape = inspect_attribute(attribute.get(), fail);
-  if (shape.cls != H5T_INTEGER) fail_wrong_type(shape, "integer", fail);
-  require_list(shape, fail);
-  return read_int_values(attribute.get(), shape, fail);
+  auto a = typed_attribute(open_attribute(object_path, name), path_, file_.get(), object_path, name, false,
+                           H5T_INTEGER, "integer");
+  if (!a) return std::nullopt;
+  require_list(a->shape, a->fail);
+  return read_int_values(a->handle.get(), a->shape, a->fail);
 }
 
 std::optional<std::vector<double>> H5Reader::double_list_attribute(const std::string& object_path,
                                                                    const std::string& name) const {
-  H5Handle attribute = open_attribute(object_path, name);
-  if (!attribute) return std::nullopt;
-  const AttributeFailure fail{path_, file_.get(), object_path + ": attribute '" + name + "'"};
-  const AttributeShape shape = inspect_attribute(attribute.get(), fail);
-  if (shape.cls != H5T_FLOAT && shape.cls != H5T_INTEGER) fail_wrong_type(shape, "float", fail);
-  require_list(shape, fail);
-  return read_double_values(attribute.get(), shape, fail);
+  auto a = typed_attribute(open_attribute(object_path, name), path_, file_.get(), object_path, name, true,
+                           H5T_FLOAT, "float");
+  if (!a) return std::nullopt;
+  require_list(a->shape, a->fail);
+  return read_double_values(a->handle.get(), a->shape, a->fail);
 }
 
 }  // namespace fc
