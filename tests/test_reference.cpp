@@ -39,6 +39,25 @@ std::vector<bool> attended(const FullReference& r, Eigen::Index row) {
   for (Eigen::Index j = 0; j < r.scores.value.cols(); ++j) a.push_back(r.scores.value(row, j) != -kInf);
   return a;
 }
+// max |a - reference| relative to max(1, max |reference|).
+double relative_gap(const MatrixR& a, const MatrixR& reference) {
+  return (a - reference).cwiseAbs().maxCoeff() / std::max(1.0, reference.cwiseAbs().maxCoeff());
+}
+
+// fn(case, head inputs, full reference) on every head of the first `cases` seeded random cases.
+template <class Fn>
+void for_each_random_head(std::uint64_t cases, Fn fn) {
+  for (std::uint64_t seed = 1; seed <= cases; ++seed) {
+    const RandomCase c = random_case(seed);
+    const AttentionInputs inputs = generate_inputs(c.spec);
+    const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
+    for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {
+      const HeadInputs in = head_inputs(inputs, bh / c.spec.shape.heads, bh % c.spec.shape.heads);
+      fn(c, in, a, full_reference(in, a));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a 2x2 case worked by hand", "[reference]") {
@@ -162,47 +181,31 @@ TEST_CASE("key padding masks keys at and past each batch's length", "[reference]
 }
 
 TEST_CASE("blocked online softmax equals the full softmax to 1e-12 at every tile width", "[reference]") {
-  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
-    const RandomCase c = random_case(seed);
-    const AttentionInputs inputs = generate_inputs(c.spec);
-    const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
-    for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {
-      const HeadInputs in = head_inputs(inputs, bh / c.spec.shape.heads, bh % c.spec.shape.heads);
-      const FullReference f = full_reference(in, a);
-      for (std::int64_t width : {1L, 7L, 16L, 64L, 1000L}) {
-        const BlockedReference b = blocked_reference(in, 0, in.k.rows(), width, a);
-        INFO(c.spec.label() << " tile " << width);
-        const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
-        CHECK((b.out.value - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
-        // The last tile's running max and sum are the row max and sum.
-        const TileReference& last = b.tiles.back();
-        for (Eigen::Index r = 0; r < in.q.rows(); ++r) {
-          CHECK(last.softmax.max.value(r, 0) == f.softmax.max.value(r, 0));
-          const double l = f.softmax.sum.value(r, 0);
-          CHECK(std::fabs(last.softmax.sum.value(r, 0) - l) <= 1e-12 * std::max(1.0, l));
-        }
+  for_each_random_head(60, [](const RandomCase& c, const HeadInputs& in, const ChainArithmetic& a, const FullReference& f) {
+    for (std::int64_t width : {1L, 7L, 16L, 64L, 1000L}) {
+      const BlockedReference b = blocked_reference(in, 0, in.k.rows(), width, a);
+      INFO(c.spec.label() << " tile " << width);
+      CHECK(relative_gap(b.out.value, f.out.value) <= 1e-12);
+      // The last tile's running max and sum are the row max and sum.
+      const TileReference& last = b.tiles.back();
+      for (Eigen::Index r = 0; r < in.q.rows(); ++r) {
+        CHECK(last.softmax.max.value(r, 0) == f.softmax.max.value(r, 0));
+        const double l = f.softmax.sum.value(r, 0);
+        CHECK(std::fabs(last.softmax.sum.value(r, 0) - l) <= 1e-12 * std::max(1.0, l));
       }
     }
-  }
+  });
 }
 
 TEST_CASE("split-KV partials combined by log-sum-exp equal the full output to 1e-12", "[reference]") {
-  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
-    const RandomCase c = random_case(seed);
-    const AttentionInputs inputs = generate_inputs(c.spec);
-    const ChainArithmetic a = nominal_arithmetic(c.spec.dtype);
-    for (std::int64_t bh = 0; bh < c.spec.shape.batch * c.spec.shape.heads; ++bh) {
-      const HeadInputs in = head_inputs(inputs, bh / c.spec.shape.heads, bh % c.spec.shape.heads);
-      const FullReference f = full_reference(in, a);
-      for (std::int64_t splits : {1L, 2L, 3L, 8L, 40L}) {  // 40 splits leave some empty
-        const SplitReference s = split_reference(in, splits, 16, a);
-        INFO(c.spec.label() << " splits " << splits);
-        const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
-        CHECK((s.out.value - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
-        CHECK(s.out.value.allFinite());
-      }
+  for_each_random_head(60, [](const RandomCase& c, const HeadInputs& in, const ChainArithmetic& a, const FullReference& f) {
+    for (std::int64_t splits : {1L, 2L, 3L, 8L, 40L}) {  // 40 splits leave some empty
+      const SplitReference s = split_reference(in, splits, 16, a);
+      INFO(c.spec.label() << " splits " << splits);
+      CHECK(relative_gap(s.out.value, f.out.value) <= 1e-12);
+      CHECK(s.out.value.allFinite());
     }
-  }
+  });
 }
 
 TEST_CASE("split ranges cover the keys in whole tiles, later splits possibly empty", "[reference]") {
@@ -261,12 +264,10 @@ TEST_CASE("whole-tensor reference matches the per-head chains", "[reference]") {
     for (std::int64_t h = 0; h < 3; ++h) {
       const FullReference f = full_reference(head_inputs(in, b, h), nominal_arithmetic(DType::f16));
       CHECK(head_matrix(t.output, b, h) == f.out.value);
-      const double magnitude = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
-      CHECK((head_matrix(t.output, b, h) - loop_attention(in, b, h)).cwiseAbs().maxCoeff() <= 1e-12 * magnitude);
+      CHECK(relative_gap(head_matrix(t.output, b, h), loop_attention(in, b, h)) <= 1e-12);
       CHECK(head_matrix(t.probs, b, h) == f.softmax.p.value);
-      const double scale = std::max(1.0, f.out.value.cwiseAbs().maxCoeff());
-      CHECK((head_matrix(t.paged_output, b, h) - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
-      CHECK((head_matrix(t.combined_output, b, h) - f.out.value).cwiseAbs().maxCoeff() <= 1e-12 * scale);
+      CHECK(relative_gap(head_matrix(t.paged_output, b, h), f.out.value) <= 1e-12);
+      CHECK(relative_gap(head_matrix(t.combined_output, b, h), f.out.value) <= 1e-12);
     }
   }
   CHECK(t.page_acc.dims() == Dims{2, 3, 5, 33, 64});
