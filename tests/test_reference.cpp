@@ -39,12 +39,13 @@ std::vector<bool> attended(const FullReference& r, Eigen::Index row) {
   for (Eigen::Index j = 0; j < r.scores.value.cols(); ++j) a.push_back(r.scores.value(row, j) != -kInf);
   return a;
 }
+
 // max |a - reference| relative to max(1, max |reference|).
 double relative_gap(const MatrixR& a, const MatrixR& reference) {
   return (a - reference).cwiseAbs().maxCoeff() / std::max(1.0, reference.cwiseAbs().maxCoeff());
 }
 
-// fn(case, head inputs, full reference) on every head of the first `cases` seeded random cases.
+// fn(case, head inputs, arithmetic, full reference) on every head of the first `cases` seeded random cases.
 template <class Fn>
 void for_each_random_head(std::uint64_t cases, Fn fn) {
   for (std::uint64_t seed = 1; seed <= cases; ++seed) {
