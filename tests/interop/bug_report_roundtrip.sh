@@ -3,13 +3,7 @@
 # of the demo report read back by flashcore-check as the same case.
 #   bug_report_roundtrip.sh CLI SOURCE_DIR
 cli=$1 src=$2
-py=""
-for candidate in /usr/bin/python3 python3; do
-  if "$candidate" -c "import h5py, numpy" >/dev/null 2>&1; then py=$candidate; break; fi
-done
-[ -n "$py" ] || { echo "no Python with h5py and numpy (install python3-h5py python3-numpy)"; exit 1; }
-dir=$(mktemp -d) || exit 1
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/python_and_tempdir.sh"
 "$py" "$src/scripts/write_bug_report.py" --demo "$dir" || exit 1
 for ext in npz h5; do
   "$cli" triage "$dir/demo.$ext" > "$dir/$ext.txt"

@@ -2,14 +2,8 @@
 # Snapshots read by clients no one here wrote: h5py (values, dtypes) and h5dump -H (schema).
 #   snapshot_interop.sh CLI SCRIPT_DIR
 cli=$1 scripts=$2
-py=""
-for candidate in /usr/bin/python3 python3; do
-  if "$candidate" -c "import h5py, numpy" >/dev/null 2>&1; then py=$candidate; break; fi
-done
-[ -n "$py" ] || { echo "no Python with h5py and numpy (install python3-h5py python3-numpy)"; exit 1; }
+. "$(dirname "$0")/python_and_tempdir.sh"
 command -v h5dump >/dev/null 2>&1 || { echo "h5dump is not installed (install hdf5-tools)"; exit 1; }
-dir=$(mktemp -d) || exit 1
-trap 'rm -rf "$dir"' EXIT
 status=0
 for dtype in fp16 bf16; do
   "$cli" --trace --impl cpu-emulated-paged --shape 1,2,40,150,64 --mask causal+padding --dtype $dtype --seed 3 \
