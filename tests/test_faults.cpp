@@ -6,6 +6,7 @@
 #include "catch.h"
 #include "harness/faults/matrix.h"
 #include "kernels/implementation.h"
+#include "support/matrix_checks.h"
 
 namespace fc {
 
@@ -32,27 +33,11 @@ TEST_CASE("an unknown fault is refused by an implementation", "[faults]") {
 
 TEST_CASE("the CPU fault matrix finds every fault at its stage, element and cause, without false alarms",
           "[faults]") {
-  MatrixOptions options;
-  options.gpu = false;
-  const std::vector<MatrixCell> cells = run_fault_matrix(options);
-  REQUIRE(cells.size() >= 7);
-  for (const MatrixCell& c : cells) {
-    INFO(c.fault << " in " << c.impl << ": found "
-                 << (c.faulty.divergence ? c.faulty.divergence->output + " " + c.faulty.divergence->cause : "nothing"));
-    CHECK(c.clean_ok());
-    CHECK(c.stage_ok);
-    CHECK(c.index_ok);
-    CHECK(c.cause_ok);
-  }
+  CHECK(test::check_fault_matrix(false) >= 7);
 }
 
 TEST_CASE("a sweep of clean random cases through the CPU implementations raises no alarm", "[faults]") {
-  const SweepResult sweep = run_clean_sweep(60, {}, false);
-  CHECK(sweep.runs == 120);
-  for (const CaseResult& r : sweep.divergences) {
-    INFO(r.impl << " " << r.description.label << ": " << (r.divergence ? r.divergence->evidence : r.reason));
-    CHECK(r.verdict == Verdict::pass);
-  }
+  test::check_clean_sweep(60, false);
 }
 
 }  // namespace fc
