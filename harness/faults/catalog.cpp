@@ -38,16 +38,32 @@ std::string first_output(const StageGraph& g, StageKind kind, int tile = -2) {
   return s->output_name(0);
 }
 
+// The end-to-end reference of each head, computed on first use and kept: a search over the
+// stages of a paged graph visits every head once per stage.
+class HeadReferences {
+ public:
+  HeadReferences(const AttentionInputs& in, const StageGraph& g)
+      : in_(in), g_(g), maps_(static_cast<std::size_t>(in.problem.shape.batch * in.problem.shape.heads)) {}
+  const QuantityMap& at(std::int64_t b, std::int64_t h) {
+    std::optional<QuantityMap>& map = maps_[static_cast<std::size_t>(b * in_.problem.shape.heads + h)];
+    if (!map) map = end_to_end_reference(head_inputs(in_, b, h), in_.problem.shape, g_);
+    return *map;
+  }
+
+ private:
+  const AttentionInputs& in_;
+  const StageGraph& g_;
+  std::vector<std::optional<QuantityMap>> maps_;
+};
+
 // Visits the heads in (b, h) order with their end-to-end reference; stops at the first
 // element `fails(head map, b, h)` returns.
-std::optional<Index4> first_in_heads(const AttentionInputs& in, const StageGraph& g,
+std::optional<Index4> first_in_heads(const Shape& s, HeadReferences& references,
                                      const std::function<std::optional<Index4>(const QuantityMap&, std::int64_t,
                                                                                std::int64_t)>& fails) {
-  const Shape& s = in.problem.shape;
   for (std::int64_t b = 0; b < s.batch; ++b)
     for (std::int64_t h = 0; h < s.heads; ++h) {
-      const QuantityMap map = end_to_end_reference(head_inputs(in, b, h), s, g);
-      if (std::optional<Index4> at = fails(map, b, h)) return at;
+      if (std::optional<Index4> at = fails(references.at(b, h), b, h)) return at;
     }
   return std::nullopt;
 }
@@ -58,17 +74,19 @@ using ElementTest = std::function<bool(const Stage&, const Bounded& ref, const Q
 
 Expectation first_failing(const AttentionInputs& in, const StageGraph& g, StageKind kind, const std::string& cause,
                           const ElementTest& fails, Quantity quantity) {
+  HeadReferences references(in, g);
   for (const Stage& st : g.stages) {
     if (st.kind != kind) continue;
     const std::int64_t offset = stage_columns(in.problem.shape, g.algorithm, st).begin;
-    const std::optional<Index4> at = first_in_heads(in, g, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
-      const Bounded& ref = map.at({quantity, st.split, st.tile});
-      for (Eigen::Index r = 0; r < ref.value.rows(); ++r)
-        for (Eigen::Index c = 0; c < ref.value.cols(); ++c) {
-          if (fails(st, ref, map, r, c)) return std::optional<Index4>(Index4{b, h, r, offset + c});
-        }
-      return std::optional<Index4>();
-    });
+    const std::optional<Index4> at =
+        first_in_heads(in.problem.shape, references, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
+          const Bounded& ref = map.at({quantity, st.split, st.tile});
+          for (Eigen::Index r = 0; r < ref.value.rows(); ++r)
+            for (Eigen::Index c = 0; c < ref.value.cols(); ++c) {
+              if (fails(st, ref, map, r, c)) return std::optional<Index4>(Index4{b, h, r, offset + c});
+            }
+          return std::optional<Index4>();
+        });
     if (at) return {st.output_name(0), cause, at};
   }
   return {"(no stage fails)", cause, std::nullopt};
@@ -91,10 +109,15 @@ Expectation expect_no_max_subtract(const AttentionInputs& in, const StageGraph& 
     // p = exp(s) / sum exp(s): equal to softmax unless an exp overflows (inf/inf, x/inf).
     return first_failing(
         in, g, StageKind::softmax, "exp-overflow",
-        [](const Stage&, const Bounded& p, const QuantityMap& map, Eigen::Index r, Eigen::Index c) {
+        [row_of = static_cast<const MatrixR*>(nullptr), row = Eigen::Index{-1}, total = 0.0](
+            const Stage&, const Bounded& p, const QuantityMap& map, Eigen::Index r, Eigen::Index c) mutable {
           const MatrixR& s = map.at({Quantity::scores}).value;
-          double total = 0;
-          for (Eigen::Index j = 0; j < s.cols(); ++j) total += fp32_exp(s(r, j));
+          if (&s != row_of || r != row) {  // the row's sum once, not once per element
+            row_of = &s;
+            row = r;
+            total = 0;
+            for (Eigen::Index j = 0; j < s.cols(); ++j) total += fp32_exp(s(r, j));
+          }
           const double faulty = fp32_exp(s(r, c)) / total;
           return std::isinf(total) && differs(faulty, p.value(r, c), p.bound(r, c));
         },
@@ -187,8 +210,9 @@ const std::vector<FaultSpec>& fault_catalog() {
                  {"flash-splitkv"}, trigger({1, 1, 64, 512, 64}, "none", "normal"), "normalize[0]", "scale-mismatch",
                  [](const AttentionInputs& in, const StageGraph& g) {
                    const Stage* st = first_stage(g, StageKind::normalize);
-                   const std::optional<Index4> at =
-                       first_in_heads(in, g, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
+                   HeadReferences references(in, g);
+                   const std::optional<Index4> at = first_in_heads(
+                       in.problem.shape, references, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
                          const Bounded& o = map.at({Quantity::partial_output, st->split, -1});
                          const KeyRange range = tile_columns(in.problem.shape, g.algorithm, st->split, -1);
                          const int last = static_cast<int>(tile_count(range.begin, range.end, g.algorithm.tile_width)) - 1;
@@ -206,15 +230,19 @@ const std::vector<FaultSpec>& fault_catalog() {
     c.push_back({"combine-empty-split", "LSE combine of a row whose every split is masked: exp(-inf - (-inf))",
                  {"flash-splitkv"}, trigger({2, 1, 32, 512, 64}, "padding=0,512", "normal"), "combine",
                  "combine-empty-split", [](const AttentionInputs& in, const StageGraph& g) {
-                   const std::optional<Index4> at =
-                       first_in_heads(in, g, [&](const QuantityMap&, std::int64_t b, std::int64_t h) {
-                         const HeadInputs head = head_inputs(in, b, h);
-                         for (Eigen::Index r = 0; r < head.bias.rows(); ++r) {
-                           if (head.bias.row(r).maxCoeff() == -kInf) return std::optional<Index4>(Index4{b, h, r, 0});
+                   // The first row with no key at all: the mask alone says, no reference needed.
+                   const Shape& s = in.problem.shape;
+                   for (std::int64_t b = 0; b < s.batch; ++b)
+                     for (std::int64_t h = 0; h < s.heads; ++h) {
+                       const HeadInputs head = head_inputs(in, b, h);
+                       for (Eigen::Index r = 0; r < head.bias.rows(); ++r) {
+                         if (head.bias.row(r).maxCoeff() == -kInf) {
+                           return Expectation{first_output(g, StageKind::combine), "combine-empty-split",
+                                              Index4{b, h, r, 0}};
                          }
-                         return std::optional<Index4>();
-                       });
-                   return Expectation{first_output(g, StageKind::combine), "combine-empty-split", at};
+                       }
+                     }
+                   return Expectation{first_output(g, StageKind::combine), "combine-empty-split", std::nullopt};
                  }});
     c.push_back({"tail-page", "the last partial page read as a full page", {"cublaslt-paged"},
                  trigger({1, 1, 32, 200, 64}, "none", "normal"), "the last qk", "layout-mismatch",
