@@ -68,10 +68,10 @@ int run_trace(const TraceCommand& command) {
       print_self_check(check);
       self_check_failed = self_check_failed || !check.passed();
     }
+    const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
     std::unique_ptr<DeviceInputs> device_inputs;
     for (const auto& impl : impls) {
       if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
-      const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
       const bool snapshot = !command.snapshot.empty();
       const Judged judged = judge_case_keeping(*impl, inputs, description, device_inputs.get(), snapshot);
       results.push_back(judged.result);

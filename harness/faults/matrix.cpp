@@ -33,15 +33,16 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   std::vector<MatrixCell> cells;
   for (const FaultSpec& spec : fault_catalog()) {
     if (!selected(options.faults, spec.id)) continue;
+    // One trigger case per fault, shared by the implementations that have it.
+    const AttentionInputs inputs = generate_inputs(spec.trigger);
+    const CaseDescription description =
+        describe_case(inputs, spec.trigger.label(), spec.trigger.mask, spec.trigger.dist, spec.trigger.seed);
+    std::unique_ptr<DeviceInputs> device;
     for (const std::string& name : spec.impls) {
       if (!selected(options.impls, name)) continue;
       std::unique_ptr<Implementation> impl = make_implementation(name);
       if (!impl || (impl->on_gpu() && !options.gpu)) continue;
-      const AttentionInputs inputs = generate_inputs(spec.trigger);
-      const CaseDescription description =
-          describe_case(inputs, spec.trigger.label(), spec.trigger.mask, spec.trigger.dist, spec.trigger.seed);
-      std::unique_ptr<DeviceInputs> device;
-      if (impl->on_gpu()) device = std::make_unique<DeviceInputs>(inputs, nullptr);
+      if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
 
       MatrixCell cell;
       cell.fault = spec.id;
