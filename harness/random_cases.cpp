@@ -1,5 +1,6 @@
 #include "harness/random_cases.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/rng.h"
@@ -35,6 +36,17 @@ RandomCase random_case(std::uint64_t seed, bool small) {
   c.p_format = pick(rng, std::vector<DType>{DType::f32, s.dtype});
   c.operand = pick(rng, std::vector<DType>{DType::f32, s.dtype});
   c.tensor_cores = rng.uniform() < 0.25;
+  return c;
+}
+
+RandomCase random_long_case(std::uint64_t seed) {
+  RandomCase c = random_case(seed);
+  Rng rng(seed, 7331);
+  Shape& s = c.spec.shape;
+  s.q_len = 1 + rng.below(64);
+  s.kv_len = 4096 + rng.below(16384 - 4096 + 1);
+  if (c.spec.mask.rfind("padding=", 0) == 0) c.spec.mask = "padding";
+  c.tile_width = std::max<std::int64_t>(c.tile_width, 64);
   return c;
 }
 

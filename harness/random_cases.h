@@ -21,4 +21,8 @@ struct RandomCase {
 // `small` keeps shapes at unit-test size.
 RandomCase random_case(std::uint64_t seed, bool small = true);
 
+// Long context: a few query rows (1 to 64) against 4096 to 16384 keys (odd lengths too),
+// otherwise drawn as random_case draws.
+RandomCase random_long_case(std::uint64_t seed);
+
 }  // namespace fc

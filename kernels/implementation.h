@@ -25,6 +25,12 @@ struct RunContext {
   Tap* tap = nullptr;                    // null: untraced
   cudaStream_t stream = nullptr;
   std::vector<DescriptorReport>* descriptors = nullptr;  // cuBLASLt calls, when recorded
+  // false: the production build runs, and the tap wants its results only (stages/stage.h,
+  // is_result); a fused kernel then launches its production instantiation and captures its
+  // output buffers. The tap ignores every other capture.
+  bool trace_build = true;
+
+  bool traced() const { return tap != nullptr && trace_build; }
 };
 
 class Implementation {
@@ -37,7 +43,8 @@ class Implementation {
   virtual std::optional<std::string> unsupported(const Problem&) const { return std::nullopt; }
   virtual StageGraph stage_graph(const Problem& problem) const = 0;
   // Allocates what run() writes; called once per case, before the harness poisons. `traced`:
-  // the runs will be given a tap (fused kernels then also allocate their trace buffers).
+  // the runs will be given a tap that wants every stage (fused kernels then also allocate
+  // their trace buffers); false for untraced and production runs.
   virtual void prepare(const Problem& problem, Workspace& workspace, bool traced) = 0;
   // Chooses algorithms by timing them on the case's buffers (cuBLASLt split-K); called after
   // prepare and before the harness poisons, so what tuning writes is poisoned again.

@@ -1,9 +1,12 @@
 #pragma once
 // One evaluation function per stage kind. Each takes its inputs as bounded values (an FP64
-// value and an absolute error bound per element) and returns its outputs the same way:
+// value and two absolute error bounds per element) and returns its outputs the same way:
 //   value = the stage's function of the input values, in FP64;
 //   bound = propagated input error (first-order sensitivity, exact)
-//         + kSafetyFactor x the rounding the stage's own arithmetic may add.
+//         + kSafetyFactor x the rounding the stage's own arithmetic may add (worst case);
+//   tight = the same propagation of the inputs' tight bounds
+//         + the stage's own rounding with every sum of many roundings taken at its
+//           probabilistic size (kTightLambda x sqrt(n), Higham & Mary), never above bound.
 // The end-to-end reference chains these from the exact inputs (zero input bounds); the
 // stage-local reference applies the same function to the kernel's own previous outputs
 // with zero input bounds, which isolates the stage's own error. docs/error-model.md has
@@ -22,6 +25,9 @@ namespace fc {
 
 // The one safety factor on rounding terms (docs/error-model.md, "The constant c").
 inline constexpr double kSafetyFactor = 2.0;
+// lambda of the tight bound: each of its probabilistic terms fails with probability at most
+// 2 exp(-lambda^2 / 2) = 3.9e-22 (docs/error-model.md, "The tight bound").
+inline constexpr double kTightLambda = 10.0;
 
 // How a stage computes. Accumulation is fp32 in every kernel of this project.
 struct Arithmetic {
@@ -36,7 +42,8 @@ struct Arithmetic {
 
 struct Bounded {
   MatrixR value;
-  MatrixR bound;                 // absolute error bound, same shape as value
+  MatrixR bound;                 // worst-case absolute error bound, same shape as value
+  MatrixR tight;                 // tight (probabilistic) absolute error bound, <= bound
   DType format = DType::f64;     // format the value is stored in (f64: exact)
 
   static Bounded exact(MatrixR value, DType format = DType::f64);

@@ -22,7 +22,8 @@ void write_element(JsonWriter& j, const std::optional<ElementReport>& e) {
   }
   j.begin_object().key("index");
   write_index(j, e->index);
-  j.field("kernel", e->kernel).field("reference", e->reference).field("bound", e->bound).end_object();
+  j.field("kernel", e->kernel).field("reference", e->reference).field("bound", e->bound).field("tight", e->tight);
+  j.end_object();
 }
 
 void write_metrics(JsonWriter& j, const Metrics& m) {
@@ -36,9 +37,14 @@ void write_metrics(JsonWriter& j, const Metrics& m) {
       .field("max_rel_error", m.max_rel_error)
       .field("max_normalized_error", m.max_normalized_error)
       .field("over_bound", m.over_bound)
+      .field("max_tight_error", m.max_tight_error)
+      .field("over_tight", m.over_tight)
+      .field("judged_by", m.judged_by == BoundChoice::tight ? "tight" : "worst-case")
       .field("max_ulp", m.max_ulp);
   j.key("first_failure");
   write_element(j, m.first_failure);
+  j.key("first_worst_case_failure");
+  write_element(j, m.first_worst_case_failure);
   j.key("worst");
   write_element(j, m.worst);
   j.end_object();
@@ -107,6 +113,8 @@ void write_divergence(JsonWriter& j, const std::optional<Divergence>& d) {
   if (d->reference) j.value(*d->reference); else j.null();
   j.key("bound");
   if (d->bound) j.value(*d->bound); else j.null();
+  j.key("tight");
+  if (d->tight) j.value(*d->tight); else j.null();
   j.key("row");
   if (d->row) {
     j.begin_object()
@@ -164,7 +172,7 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
   j.begin_object()
       .field("tool", "flashcore-check")
       .field("version", info.version)
-      .field("json_schema", 2)
+      .field("json_schema", 3)
       .field("command", info.command)
       .field("device", info.device);
   if (!info.input_findings.empty()) {

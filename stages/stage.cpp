@@ -39,6 +39,10 @@ bool is_row_quantity(Quantity q) {
   return q == Quantity::row_max || q == Quantity::row_sum || q == Quantity::partial_lse;
 }
 
+bool is_result(Quantity q) {
+  return q == Quantity::output || q == Quantity::partial_output || q == Quantity::partial_lse;
+}
+
 std::string Stage::name() const {
   std::string s = stage_kind_name(kind);
   if (split >= 0 && tile >= 0) return s + "[" + std::to_string(split) + "." + std::to_string(tile) + "]";

@@ -32,6 +32,9 @@ enum class Quantity : std::uint8_t {
 };
 const char* quantity_name(Quantity q);
 bool is_row_quantity(Quantity q);
+// What a production (untraced) build produces too: the output, and a split algorithm's
+// partial outputs and their lse. Everything else exists only in a trace build.
+bool is_result(Quantity q);
 
 struct StageOutput {
   std::string name;  // "p~", "max", "sum", or "" for the stage's main tensor

@@ -36,6 +36,17 @@ void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& 
       ->group("Output");
 }
 
+// --bound tight|worst-case: which bound decides the verdict (docs/error-model.md).
+void add_bound_option(CLI::App& app, JudgeOptions& judge) {
+  app.add_option_function<std::string>(
+         "--bound",
+         [&judge](const std::string& v) { judge.judged_by = v == "tight" ? BoundChoice::tight : BoundChoice::worst; },
+         "which error bound decides: tight (default: probabilistic, grows like sqrt(n)) or worst-case (only "
+         "elements over the worst-case bound fail)")
+      ->check(CLI::IsMember({"tight", "worst-case"}))
+      ->group("Judging");
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -57,6 +68,7 @@ int run_cli(int argc, char** argv) {
   app.add_option("--inject", trace.inject,
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
+  add_bound_option(app, trace.judge);
   add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
                  "write each case to an HDF5 snapshot (FILE, or FILE's stem + .IMPL.N.h5 for several)")
@@ -88,6 +100,7 @@ int run_cli(int argc, char** argv) {
       "replay", "recompute the references and comparisons of a snapshot on the CPU and report as the live run did");
   replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required()->check(CLI::ExistingFile);
   add_report_options(*replay_cmd, replay.reports, "snapshot");
+  add_bound_option(*replay_cmd, replay.judge);
 
   DiffCommand diff;
   CLI::App* diff_cmd = app.add_subcommand("diff", "compare two snapshots of the same case stage by stage");
@@ -101,6 +114,9 @@ int run_cli(int argc, char** argv) {
   faults_cmd->add_option("--fault", faults.faults, "only these faults (list shows them)");
   faults_cmd->add_option("--impl", faults.impls, "only these implementations");
   faults_cmd->add_option("--sweep", faults.sweep, "also run N clean random cases through every implementation")
+      ->check(CLI::Range(0, 1000000));
+  faults_cmd->add_option("--long-sweep", faults.long_sweep,
+                         "also run N clean random cases of 1 to 64 query rows against 4096 to 16384 keys")
       ->check(CLI::Range(0, 1000000));
   faults_cmd->add_option("--snapshots", faults.snapshots, "write each faulty run as a fixture into DIR")
       ->check(CLI::ExistingDirectory);
@@ -121,6 +137,7 @@ int run_cli(int argc, char** argv) {
   triage_cmd->add_option("--minimize", triage.minimize,
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
   add_report_options(*triage_cmd, triage.reports, "implementation");
+  add_bound_option(*triage_cmd, triage.judge);
 
   FixturesCommand fixtures;
   fixtures.command_line = trace.command_line;
@@ -147,6 +164,22 @@ int run_cli(int argc, char** argv) {
                         "PyTorch SDPA timings (scripts/sdpa_bench.py) to print each implementation's ratio to")
       ->check(CLI::ExistingFile);
   bench_cmd->add_flag("--quick", bench.quick, "smaller sizes, for a smoke test");
+
+  SensitivityCommand sensitivity;
+  sensitivity.command_line = trace.command_line;
+  CLI::App* sensitivity_cmd = app.add_subcommand(
+      "sensitivity", "detection power: plant small realistic bugs into correct runs' stage outputs and count what "
+                     "is caught, per bug, stage and key length; clean runs must not alarm");
+  sensitivity_cmd->add_option("--impl", sensitivity.impls, "implementations (default: all that run here)");
+  sensitivity_cmd->add_option("--sk", sensitivity.kv_lens, "key lengths (default 512 4096 16384 65536)");
+  sensitivity_cmd->add_option("--dtype", sensitivity.dtypes, "fp16 and/or bf16 (default both)");
+  sensitivity_cmd->add_option("--seeds", sensitivity.seeds, "trials of every cell, each on its own inputs (default 4)")
+      ->check(CLI::Range(1, 1000));
+  sensitivity_cmd->add_option("--rows", sensitivity.rows, "query rows of every case (default 32)")
+      ->check(CLI::Range(2, 1 << 20));
+  add_bound_option(*sensitivity_cmd, sensitivity.judge);
+  sensitivity_cmd->add_option("--json", sensitivity.reports.json, "also write the cells as JSON to FILE")
+      ->group("Output");
 
   CLI::App* version = app.add_subcommand("version", "print the version, build and device");
 
@@ -186,6 +219,7 @@ int run_cli(int argc, char** argv) {
       return run_fixtures(fixtures);
     }
     if (bench_cmd->parsed()) return run_bench(bench);
+    if (sensitivity_cmd->parsed()) return run_sensitivity(sensitivity);
     if (version->parsed()) return run_version();
     if (do_trace || !trace.impls.empty()) return run_trace(trace);
     std::cerr << "flashcore-check: nothing to do: give --trace or a subcommand (see --help)\n";

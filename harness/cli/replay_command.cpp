@@ -11,7 +11,7 @@ namespace fc {
 
 int run_replay(const ReplayCommand& command) {
   const Snapshot s = read_snapshot(H5Reader(command.file));
-  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run);
+  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, nullptr, command.judge);
   std::cout << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault)
             << ")\n";
   write_case_table(std::cout, result);

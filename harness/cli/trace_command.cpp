@@ -73,7 +73,8 @@ int run_trace(const TraceCommand& command) {
     for (const auto& impl : impls) {
       if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
       const bool snapshot = !command.snapshot.empty();
-      const Judged judged = judge_case_keeping(*impl, inputs, description, device_inputs.get(), snapshot);
+      const Judged judged =
+          judge_case_keeping(*impl, inputs, description, device_inputs.get(), snapshot, command.judge);
       results.push_back(judged.result);
       write_case_table(std::cout, judged.result);
       if (command.dump_descriptors && !judged.result.descriptors.empty()) {

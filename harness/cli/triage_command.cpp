@@ -67,7 +67,7 @@ int run_triage(const TriageCommand& command) {
   Implementation* first_failing = nullptr;
   for (auto& impl : impls) {
     if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
-    CaseResult r = judge_case(*impl, inputs, report.description, device_inputs.get());
+    CaseResult r = judge_case(*impl, inputs, report.description, device_inputs.get(), command.judge);
     std::cout << "  " << impl->name() << ": " << verdict_name(r.verdict);
     if (!r.reason.empty()) std::cout << " (" << r.reason << ")";
     std::cout << "\n";

@@ -253,6 +253,30 @@ const std::vector<FaultSpec>& fault_catalog() {
                    }
                    return Expectation{last, "layout-mismatch", std::nullopt};
                  }});
+    c.push_back({"production-epilogue-scale",
+                 "the production build's epilogue multiplies its output by 1.5; its trace build does not",
+                 {"wmma-fused", "flash-splitkv", "cpu-emulated-paged"}, trigger({1, 2, 64, 256, 64}, "none", "normal"),
+                 "the first result of the production build", "trace-build-mismatch",
+                 [](const AttentionInputs& in, const StageGraph& g) {
+                   // The first result (output, or split 0's partial output): its first nonzero
+                   // element is the first that 1.5x changes.
+                   const Stage* st = nullptr;
+                   for (const Stage& s : g.stages) {
+                     if (!st && is_result(s.outputs[0].quantity)) st = &s;
+                   }
+                   if (!st) throw Error("fault expectation: the stage graph has no result");
+                   HeadReferences references(in, g);
+                   const std::optional<Index4> at = first_in_heads(
+                       in.problem.shape, references, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
+                         const MatrixR& o = map.at(key_of(*st, st->outputs[0])).value;
+                         for (Eigen::Index r = 0; r < o.rows(); ++r)
+                           for (Eigen::Index c = 0; c < o.cols(); ++c) {
+                             if (o(r, c) != 0) return std::optional<Index4>(Index4{b, h, r, c});
+                           }
+                         return std::optional<Index4>();
+                       });
+                   return Expectation{st->output_name(0) + " (production)", "trace-build-mismatch", at};
+                 }});
     c.push_back({"missing-sync", "no barrier between a K/V tile's copy into shared memory and its use (a race)",
                  {"wmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
                  [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});

@@ -10,7 +10,7 @@
 
 namespace fc {
 
-inline constexpr std::int64_t kSchemaVersion = 1;
+inline constexpr std::int64_t kSchemaVersion = 2;
 
 // "/" attributes (schema, schema_version, kind) and /meta (tool, device, case).
 void write_header(H5Writer& out, const std::string& kind, const std::string& command,

@@ -49,8 +49,9 @@ HostTensor copy_to_host(const TensorView& view, cudaStream_t stream) {
   return logical;
 }
 
-CaptureTap::CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream)
-    : graph_(graph), shape_(shape), copy_(copy_to_host), stream_(stream) {
+CaptureTap::CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream,
+                       bool results_only)
+    : graph_(graph), shape_(shape), copy_(copy_to_host), stream_(stream), results_only_(results_only) {
   for (std::size_t s = 0; s < graph.stages.size(); ++s) {
     first_slot_.push_back(captured_.size());
     for (std::size_t o = 0; o < graph.stages[s].outputs.size(); ++o) {
@@ -74,6 +75,7 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   Captured& c = captured_[slot(stage, output)];
   const Stage& st = graph_.stages[stage];
   const StageOutput& declared = st.outputs[output];
+  if (results_only_ && !is_result(declared.quantity)) return;
   c.present = true;
   c.view = view;
   const Dims want = output_dims(shape_, graph_.algorithm, st, declared);

@@ -24,7 +24,10 @@ struct Captured {
 
 class CaptureTap final : public Tap {
  public:
-  CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream);
+  // results_only: a production run's tap; it keeps the outputs stages/stage.h calls results
+  // and ignores every other capture (no flag pass, no copy).
+  CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream,
+             bool results_only = false);
   void capture(std::size_t stage, std::size_t output, const TensorView& view) override;
   void finish();
   // Ready for another run of the same graph (benchmarks reuse one tap).
@@ -38,6 +41,7 @@ class CaptureTap final : public Tap {
   Shape shape_;
   bool copy_;
   cudaStream_t stream_;
+  bool results_only_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;
   DeviceMemory device_flags_;            // FlagCounts per slot, allocated on first device capture

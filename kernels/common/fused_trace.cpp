@@ -101,6 +101,7 @@ void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const 
     const Stage& st = graph.stages[i];
     const std::int64_t slot = std::max(st.split, 0) * layout.tiles_per_split + st.tile;
     if (st.tile >= 0) {
+      if (!trace.scores) continue;
       const KeyRange cols = stage_columns(shape, graph.algorithm, st);
       const Dims tile_dims{shape.batch, shape.heads, shape.q_len, cols.end - cols.begin};
       switch (st.kind) {

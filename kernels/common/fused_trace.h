@@ -38,7 +38,8 @@ struct FusedResults {
   const Buffer* partial_lse = nullptr;
 };
 
-// Captures every stage output of `graph` from the trace buffers and results, in order.
+// Captures every stage output of `graph` from the trace buffers and results, in order; the
+// results only when there are no trace buffers (a production build's run).
 void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const FusedLayout& layout,
                    const FusedTraceBuffers& trace, const FusedResults& results);
 

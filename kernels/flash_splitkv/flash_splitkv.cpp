@@ -31,7 +31,9 @@ class FlashSplitKv final : public Implementation {
            "combine; D 64 and 128";
   }
   bool on_gpu() const override { return true; }
-  std::vector<std::string> faults() const override { return {"splitk-partial-scale", "combine-empty-split"}; }
+  std::vector<std::string> faults() const override {
+    return {"splitk-partial-scale", "combine-empty-split", "production-epilogue-scale"};
+  }
   std::optional<std::string> unsupported(const Problem& p) const override {
     if (!flash_supports_head_dim(static_cast<int>(p.shape.head_dim))) return "head dim must be 64 or 128";
     return std::nullopt;
@@ -46,7 +48,7 @@ class FlashSplitKv final : public Implementation {
     partial_out_ = &ws.allocate("partial_output", DType::f32, splits * rows * s.head_dim);
     partial_lse_ = &ws.allocate("partial_lse", DType::f32, splits * rows);
     out_ = &ws.allocate("output", p.dtype, rows * s.head_dim);
-    if (traced) trace_ = FusedTraceBuffers::allocate(ws, p, layout(s));
+    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, layout(s)) : FusedTraceBuffers{};
   }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
@@ -58,9 +60,10 @@ class FlashSplitKv final : public Implementation {
     params.splits = static_cast<int>(l.algorithm.splits);
     params.tiles_per_split = static_cast<int>(l.tiles_per_split);
     params.partial_unnormalized = faulty("splitk-partial-scale");
+    params.production_scaled = faulty("production-epilogue-scale");
     FlashVariant variant;
     variant.split = true;
-    if (ctx.tap) {
+    if (ctx.traced()) {
       variant.trace = true;
       params.trace = flash_trace(trace_);
     }

@@ -271,6 +271,9 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
     if constexpr (kSplit) {
       if (p.partial_unnormalized) inv = 1.0f;
     }
+    if constexpr (!kTrace) {
+      if (p.production_scaled) inv *= 1.5f;
+    }
     const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
     if constexpr (kSplit) {
       float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;

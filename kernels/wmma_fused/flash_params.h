@@ -37,6 +37,9 @@ struct FlashParams {
   // Fault injection (splitk-partial-scale): partial outputs written without dividing by
   // their sum, while their lse still includes it. One uniform branch in the epilogue.
   bool partial_unnormalized = false;
+  // Fault injection (production-epilogue-scale): the production instantiation's epilogue
+  // multiplies its output by 1.5; the trace build ignores the switch. One uniform branch.
+  bool production_scaled = false;
 
   FlashTrace trace;
 };

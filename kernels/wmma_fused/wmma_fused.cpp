@@ -18,7 +18,7 @@ class WmmaFused final : public Implementation {
            "online softmax in registers; D 64 and 128";
   }
   bool on_gpu() const override { return true; }
-  std::vector<std::string> faults() const override { return {"missing-sync"}; }
+  std::vector<std::string> faults() const override { return {"missing-sync", "production-epilogue-scale"}; }
   std::optional<std::string> unsupported(const Problem& p) const override {
     if (!flash_supports_head_dim(static_cast<int>(p.shape.head_dim))) return "head dim must be 64 or 128";
     return std::nullopt;
@@ -32,7 +32,7 @@ class WmmaFused final : public Implementation {
   void prepare(const Problem& p, Workspace& ws, bool traced) override {
     const Shape& s = p.shape;
     out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
-    if (traced) trace_ = FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys));
+    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
   }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
@@ -41,9 +41,10 @@ class WmmaFused final : public Implementation {
     FlashParams params = flash_params(p, *ctx.device);
     params.out = out_->data;
     params.tiles_per_split = static_cast<int>(layout.tiles_per_split);
+    params.production_scaled = faulty("production-epilogue-scale");
     FlashVariant variant;
     variant.missing_sync = faulty("missing-sync");
-    if (ctx.tap) {
+    if (ctx.traced()) {
       variant.trace = true;
       params.trace = flash_trace(trace_);
     }
