@@ -3,6 +3,8 @@
 //   flags      flag-kernel bytes/s     vs  device-to-device copy (bytes read + written)/s
 //   trace      traced run (flags on every stage, no host copies)  vs  the untraced run
 //   impls      TFLOP/s (4 B H Sq Sk D / time); scripts/gpu-check sets them beside PyTorch SDPA
+// Before any timing, each implementation is judged (trace and production builds) on a small
+// case with the benchmark's head dim and mask: exit 1 if one diverges.
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -22,6 +24,8 @@
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
 #include "harness/trace/capture.h"
+#include "harness/trace/judge.h"
+#include "reports/table.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/implementation.h"
 #include "reference/attention.h"
@@ -195,6 +199,24 @@ std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape,
   return lines;
 }
 
+// What is timed is judged: the implementation's trace and production builds on a small case
+// with the benchmark's head dim and mask (the trace build does not fit at benchmark sizes).
+bool judge_before_timing(Implementation& impl, std::int64_t head_dim, const std::string& mask) {
+  CaseSpec spec;
+  spec.shape = {1, 2, 384, 512, head_dim};
+  spec.mask = mask;
+  spec.seed = 3;
+  const AttentionInputs in = generate_inputs(spec);
+  if (impl.unsupported(in.problem)) return true;
+  const DeviceInputs device(in, nullptr);
+  const CaseResult r = judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device);
+  int production = 0;
+  for (const OutputResult& o : r.outputs) production += o.production ? 1 : 0;
+  std::printf("%s %s: judged, trace build and %d production results: %s\n", impl.name().c_str(), spec.label().c_str(),
+              production, outcome_text(r).c_str());
+  return r.verdict == Verdict::pass;
+}
+
 void print_table(const std::vector<Line>& lines) {
   std::printf("\n%-44s %12s %-8s %12s  %-12s %s\n", "metric", "value", "unit", "baseline", "baseline is", "ratio");
   for (const Line& l : lines) {
@@ -232,6 +254,18 @@ int run_bench(const BenchCommand& command) {
   if (shapes.empty() && command.quick) shapes = {{2, 4, 512, 512, 64}};
   if (shapes.empty()) shapes = {{16, 16, 2048, 2048, 64}, {16, 16, 4096, 4096, 64}, {4, 16, 4096, 4096, 128}};
   const std::vector<std::string> masks = command.masks.empty() ? std::vector<std::string>{"none", "causal"} : command.masks;
+  bool judged_ok = true;
+  std::vector<std::string> judged;
+  for (const Shape& shape : shapes) {
+    for (const std::string& mask : masks) {
+      for (auto& impl : impls) {
+        const std::string key = impl->name() + " " + std::to_string(shape.head_dim) + " " + mask;
+        if (std::find(judged.begin(), judged.end(), key) != judged.end()) continue;
+        judged.push_back(key);
+        judged_ok = judge_before_timing(*impl, shape.head_dim, mask) && judged_ok;
+      }
+    }
+  }
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {
@@ -240,7 +274,7 @@ int run_bench(const BenchCommand& command) {
     }
   }
   print_table(lines);
-  return kExitPass;
+  return judged_ok ? kExitPass : kExitDiverged;
 }
 
 }  // namespace fc

@@ -75,6 +75,13 @@ int run_faults(const FaultsCommand& command) {
     for (const CaseResult& r : sweep.divergences) write_case_table(std::cout, r);
     ok = ok && sweep.divergences.empty();
   }
+  if (command.long_sweep > 0) {
+    const SweepResult sweep = run_clean_sweep(command.long_sweep, command.impls, device.available, true);
+    std::cout << "long-context clean sweep: " << sweep.cases << " random cases, " << sweep.runs << " runs, "
+              << sweep.divergences.size() << " divergences\n";
+    for (const CaseResult& r : sweep.divergences) write_case_table(std::cout, r);
+    ok = ok && sweep.divergences.empty();
+  }
   write_report_files(command.reports, command.command_line, results, "faults", junit);
   return ok ? kExitPass : kExitDiverged;
 }

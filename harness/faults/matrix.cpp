@@ -69,14 +69,15 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   return cells;
 }
 
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu) {
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context) {
   SweepResult sweep;
   std::vector<std::unique_ptr<Implementation>> all;
   for (auto& impl : make_implementations()) {
     if (selected(impls, impl->name()) && (!impl->on_gpu() || gpu)) all.push_back(std::move(impl));
   }
   for (int i = 1; i <= cases; ++i) {
-    const CaseSpec spec = random_case(static_cast<std::uint64_t>(10000 + i)).spec;
+    const std::uint64_t seed = static_cast<std::uint64_t>(10000 + i);
+    const CaseSpec spec = long_context ? random_long_case(seed).spec : random_case(seed).spec;
     const AttentionInputs inputs = generate_inputs(spec);
     const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
     std::unique_ptr<DeviceInputs> device;

@@ -33,7 +33,8 @@ struct SweepResult {
   int cases = 0, runs = 0;
   std::vector<CaseResult> divergences;  // should stay empty
 };
-// `cases` random clean cases (harness/random_cases.h), each through every selected implementation.
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu);
+// `cases` random clean cases (harness/random_cases.h), each through every selected
+// implementation; long_context: random_long_case's thousands of keys.
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context = false);
 
 }  // namespace fc

@@ -30,8 +30,8 @@ std::size_t check_fault_matrix(bool gpu) {
   return cells.size();
 }
 
-void check_clean_sweep(int cases, bool gpu) {
-  const SweepResult sweep = run_clean_sweep(cases, {}, gpu);
+void check_clean_sweep(int cases, bool gpu, bool long_context) {
+  const SweepResult sweep = run_clean_sweep(cases, {}, gpu, long_context);
   int runnable = 0;
   for (const auto& impl : make_implementations()) runnable += gpu || !impl->on_gpu() ? 1 : 0;
   CHECK(sweep.cases == cases);

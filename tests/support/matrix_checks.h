@@ -11,6 +11,6 @@ std::size_t check_fault_matrix(bool gpu);
 
 // `cases` clean random cases through every implementation that runs here: every one runs
 // (the random cases use D 64 and 128, which all support) and passes.
-void check_clean_sweep(int cases, bool gpu);
+void check_clean_sweep(int cases, bool gpu, bool long_context = false);
 
 }  // namespace fc::test
