@@ -58,6 +58,9 @@ class CpuPaged final : public Implementation {
     const StageGraph graph = stage_graph(in.problem);
     const std::vector<PageStages> stages = page_stages(graph);
     const std::int64_t pages = static_cast<std::int64_t>(stages.size());
+    // Each head's inputs in FP64 once, not once per page.
+    std::vector<HeadInputs> head(static_cast<std::size_t>(heads));
+    parallel_for(heads, [&](std::int64_t bh) { head[static_cast<std::size_t>(bh)] = head_inputs(in, bh / s.heads, bh % s.heads); });
 
     for (std::int64_t j = 0; j < pages; ++j) {
       const PageStages& st = stages[static_cast<std::size_t>(j)];
@@ -66,7 +69,7 @@ class CpuPaged final : public Implementation {
 
       if (!(faulty("stale-scores") && j == 1)) {  // stale-scores: page 1 keeps page 0's scores
         parallel_for(heads, [&](std::int64_t bh) {
-          emu::write_block(*scores_, bh, emu::qk(head_inputs(in, bh / s.heads, bh % s.heads), c0, c1, DType::f32));
+          emu::write_block(*scores_, bh, emu::qk(head[static_cast<std::size_t>(bh)], c0, c1, DType::f32));
         });
       }
       if (ctx.tap) ctx.tap->capture(st.qk, 0, scores_->view(page_dims));
@@ -96,7 +99,7 @@ class CpuPaged final : public Implementation {
       }
 
       parallel_for(heads, [&](std::int64_t bh) {
-        const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads).middleRows(c0, n);
+        const MatrixR v = head[static_cast<std::size_t>(bh)].v.middleRows(c0, n);
         const MatrixR pt = emu::read_block(*p_tilde_, bh, s.q_len, n);
         const bool accumulate = graph.stages[st.pv].reads_own_output;  // beta-first-page: page 0 too
         const MatrixR acc = accumulate ? emu::read_block(*acc_, bh, s.q_len, s.head_dim) : MatrixR();
