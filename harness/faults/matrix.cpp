@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/error.h"
 #include "harness/io/snapshot.h"
 #include "harness/random_cases.h"
 #include "harness/trace/judge.h"
@@ -82,8 +83,19 @@ SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bo
     const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
     std::unique_ptr<DeviceInputs> device;
     for (auto& impl : all) {
-      if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
-      const CaseResult r = judge_case(*impl, inputs, description, device.get());
+      CaseResult r;
+      try {
+        if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
+        r = judge_case(*impl, inputs, description, device.get());
+      } catch (const Error& e) {  // a device fault outside the run: say where, and stop (the context is gone)
+        r.impl = impl->name();
+        r.description = description;
+        r.verdict = Verdict::error;
+        r.reason = e.what();
+        sweep.divergences.push_back(r);
+        ++sweep.runs;
+        return sweep;
+      }
       if (r.verdict == Verdict::skipped) continue;
       ++sweep.runs;
       if (r.verdict != Verdict::pass) sweep.divergences.push_back(r);

@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
         float x = s[nt][e] * p.scale_log2;
         if (col >= range_end) {
           x = kNegInf;
-        } else if (masked_tile) {
+        } else if (masked_tile && row_of[e >> 1] < p.q_len) {  // a row past q_len has no mask row to read
           x += device_mask_bias(p.mask, b, h, row_of[e >> 1], col) * kLog2e;
         }
         s[nt][e] = x;
