@@ -447,9 +447,11 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
           propagated += w * bound_of(outs[t], v)(r, c);
         }
         out.value(r, c) = value;
+        // The weights' exp errors and the fp32 sum scale with the terms; the one final rounding
+        // to the output format with the result.
         bound_of(out, v)(r, c) = propagated + grow(2 * e_lse) * magnitude +
-                                 kSafetyFactor * ((2 * exp_err + (2 * splits + 2) * kAccU + u_out) * magnitude +
-                                                  (splits * peak + 1) * kAccEta) +
+                                 kSafetyFactor * ((2 * exp_err + (2 * splits + 2) * kAccU) * magnitude +
+                                                  u_out * std::fabs(value) + (splits * peak + 1) * kAccEta) +
                                  eta(a.out);
       }
     }
