@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/numeric.h"
 
 namespace fc {
 namespace {
@@ -43,22 +44,66 @@ double operand_rounding(const Arithmetic& a, DType input_format) {
   return u_op > unit_roundoff(input_format) ? u_op : 0.0;
 }
 
-// exp(e) - 1 for a nonnegative error e: the relative change of exp(x) when x moves by e.
-double grow(double e) { return std::expm1(e); }
-
 MatrixR zeros_like(const MatrixR& m) { return MatrixR::Zero(m.rows(), m.cols()); }
-
-// Largest bound over the finite entries of row r.
-double row_max_bound(const Bounded& x, Eigen::Index r) {
-  double e = 0;
-  for (Eigen::Index c = 0; c < x.value.cols(); ++c) {
-    if (std::isfinite(x.value(r, c))) e = std::max(e, x.bound(r, c));
-  }
-  return e;
-}
 
 void require_same_rows(const MatrixR& a, const MatrixR& b, const char* what) {
   if (a.rows() != b.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
+}
+
+// ---- Weights of a softmax under score errors (docs/error-model.md, "Finite masking biases").
+// A score with a finite but huge masking bias (-65504, -3.4e38: Hugging Face's masks) carries
+// an absolute bound far beyond any other of its row. Only scores that can be the row's max
+// move the max; an error moves each weight in proportion to that weight; and a weight stays
+// in [0, 1] whatever its inputs. So such keys add nothing where their weight underflows, and
+// no bound is ever 0 x inf.
+
+// How far max_k (x_k + d_k), |d_k| <= e_k, can lie from max_k x_k: the largest e_k among the
+// entries that can be the max, x_k + e_k >= max_j (x_j - e_j). `entry(k)` gives (x_k, e_k);
+// -inf entries (masked) take no part.
+template <class Entry>
+double max_shift(Eigen::Index n, Entry entry) {
+  double lower = -kInf, shift = 0;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [x, e] = entry(k);
+    if (x != -kInf) lower = std::max(lower, x - e);
+  }
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [x, e] = entry(k);
+    if (x != -kInf && x + e >= lower) shift = std::max(shift, e);
+  }
+  return shift;
+}
+
+// ln sum_k w_k e^{e_k} for weights w_k = e^{log w_k} summing to 1: how far errors |d_k| <= e_k
+// can move ln sum_k w_k e^{d_k} (Jensen both ways). `entry(k)` gives (log w_k, e_k); inf when
+// it overflows.
+template <class Entry>
+double weighted_log_shift(Eigen::Index n, Entry entry) {
+  double top = -kInf;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [log_w, e] = entry(k);
+    if (log_w != -kInf) top = std::max(top, log_w + e);
+  }
+  if (top == -kInf || std::isinf(top)) return top == -kInf ? 0.0 : kInf;
+  double sum = 0;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [log_w, e] = entry(k);
+    if (log_w != -kInf) sum += std::exp(log_w + e - top);
+  }
+  return std::max(0.0, top + std::log(sum));
+}
+
+// value * (e^e - 1) for value = e^{log_value}: what an error e of its log moves a positive
+// value; computed from the log where the value underflowed, inf where it overflows.
+double exp_growth(double value, double log_value, double e) {
+  if (!(e > 0)) return 0;
+  if (value > 0) return value * std::expm1(e);
+  return std::exp(log_value + e);
+}
+
+// A bound on |x' - x| when both lie in [lo, hi].
+double within_range(double bound, double x, double lo, double hi) {
+  return std::min(bound, std::max(x - lo, hi - x));
 }
 
 }  // namespace
@@ -76,10 +121,15 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   const std::int64_t n = col_end - col_begin;
   const double d = static_cast<double>(in.q.cols());
   auto k = in.k.middleRows(col_begin, n);
-  MatrixR s = in.scale * (in.q * k.transpose());
+  const MatrixR t = in.scale * (in.q * k.transpose());
   const MatrixR magnitude =
       in.scale * (accumulated_magnitude(in.q, a) * accumulated_magnitude(k, a).transpose());
-  s += in.bias.middleCols(col_begin, n);
+  // Softcap (docs/error-model.md, "qk"): c tanh(t / c) has derivative sech^2 <= 1, so the dot
+  // product's error passes at most 1:1; the argument t / c rounds (2 u |t| after the tanh),
+  // the tanh (tanhf, 2 ulp) and the multiply by c round relative to the capped score.
+  const double cap = in.softcap;
+  const MatrixR capped = cap > 0 ? MatrixR(t.unaryExpr([cap](double x) { return cap * std::tanh(x / cap); })) : t;
+  MatrixR s = capped + in.bias.middleCols(col_begin, n);
 
   Bounded out;
   out.format = a.out;
@@ -89,8 +139,12 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   for (Eigen::Index r = 0; r < s.rows(); ++r) {
     for (Eigen::Index c = 0; c < s.cols(); ++c) {
       const double v = s(r, c);
-      out.bound(r, c) = std::isfinite(v)
-          ? kSafetyFactor * ((d + 1) * u_acc * magnitude(r, c) + (kAccU + u_out) * std::fabs(v) + underflow) + eta(a.out)
+      // A score that overflows the output format to -inf is stored as -inf: masked.
+      if (v < 0 && std::isinf(round_to(a.out, v))) s(r, c) = -kInf;
+      const double softcap = cap > 0 ? kAccU * (2 * std::fabs(t(r, c)) + 4 * std::fabs(capped(r, c))) : 0.0;
+      out.bound(r, c) = std::isfinite(s(r, c))
+          ? kSafetyFactor * ((d + 1) * u_acc * magnitude(r, c) + softcap + (kAccU + u_out) * std::fabs(v) + underflow) +
+                eta(a.out)
           : 0.0;
     }
   }
@@ -116,13 +170,17 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
   for (Eigen::Index r = 0; r < rows; ++r) {
     const double m = s.row(r).maxCoeff();
     if (m == -kInf) continue;  // fully masked row: the convention above
-    const double e_in = row_max_bound(scores, r);
+    const double e_max = max_shift(cols, [&](Eigen::Index c) { return std::pair(s(r, c), scores.bound(r, c)); });
     double l = 0, n = 0;
     for (Eigen::Index c = 0; c < cols; ++c) {
       if (s(r, c) == -kInf) continue;
       l += std::exp(s(r, c) - m);
       n += 1;
     }
+    const double log_l = std::log(l);
+    // How far the errors move ln sum_k p_k e^{d_k}, the normalization's share of ln p_j.
+    const double e_norm =
+        weighted_log_shift(cols, [&](Eigen::Index c) { return std::pair(s(r, c) - m - log_l, scores.bound(r, c)); });
     double weighted_exp_err = 0;  // sum_k p_k * exp error of term k
     for (Eigen::Index c = 0; c < cols; ++c) {
       if (s(r, c) == -kInf) continue;
@@ -130,17 +188,21 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
       res.p.value(r, c) = p;
       weighted_exp_err += p * exp_rel_error(s(r, c) - m);
     }
+    double sum_propagated = 0;
     for (Eigen::Index c = 0; c < cols; ++c) {
       if (s(r, c) == -kInf) continue;
-      const double p = res.p.value(r, c);
-      const double propagated = p * grow(scores.bound(r, c) + e_in);
-      const double local = p * (exp_rel_error(s(r, c) - m) + weighted_exp_err + (n + 2) * kAccU + u_out) + 2 * kAccEta;
+      const double x = s(r, c) - m, p = res.p.value(r, c);
+      const double propagated = within_range(exp_growth(p, x - log_l, scores.bound(r, c) + e_norm), p, 0, 1);
+      const double local = p * (exp_rel_error(x) + weighted_exp_err + (n + 2) * kAccU + u_out) + 2 * kAccEta;
       res.p.bound(r, c) = propagated + kSafetyFactor * local + eta(a.out);
+      sum_propagated += exp_growth(std::exp(x), x, scores.bound(r, c) + e_max);
     }
     res.max.value(r, 0) = m;
-    res.max.bound(r, 0) = e_in;
+    res.max.bound(r, 0) = e_max;
     res.sum.value(r, 0) = l;
-    res.sum.bound(r, 0) = l * grow(2 * e_in) + kSafetyFactor * (l * (weighted_exp_err + n * kAccU) + n * kAccEta) + eta(DType::f32);
+    // The sum relative to its own max lies in [1, n] whatever the scores.
+    res.sum.bound(r, 0) = within_range(sum_propagated, l, 1, n) +
+                          kSafetyFactor * (l * (weighted_exp_err + n * kAccU) + n * kAccEta) + eta(DType::f32);
   }
   return res;
 }
@@ -169,11 +231,10 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
   for (Eigen::Index r = 0; r < rows; ++r) {
     const double mp = prev_max.value(r, 0), lp = prev_sum.value(r, 0);
     const double mn = std::max(mp, s.row(r).maxCoeff());
-    // A max of perturbed values moves by at most the largest perturbation.
-    double e_max = mp == -kInf ? 0.0 : prev_max.bound(r, 0);
-    for (Eigen::Index c = 0; c < cols; ++c) {
-      if (s(r, c) != -kInf) e_max = std::max(e_max, scores_tile.bound(r, c));
-    }
+    // A max of perturbed values moves by at most the largest perturbation of those that can be the max.
+    const double e_max = max_shift(cols + 1, [&](Eigen::Index c) {
+      return c == cols ? std::pair(mp, prev_max.bound(r, 0)) : std::pair(s(r, c), scores_tile.bound(r, c));
+    });
     res.max.value(r, 0) = mn;
     res.max.bound(r, 0) = mn == -kInf ? 0.0 : e_max;
 
@@ -185,17 +246,19 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
       continue;
     }
     const double rr = mp == -kInf ? 0.0 : std::exp(mp - mn);
-    const double e_r = mp == -kInf ? 0.0 : grow(prev_max.bound(r, 0) + e_max);
+    // r and p~ lie in [0, 1]: exp of a value minus a max at least as large.
+    const double r_propagated =
+        mp == -kInf ? 0.0 : within_range(exp_growth(rr, mp - mn, prev_max.bound(r, 0) + e_max), rr, 0, 1);
     const double r_local = mp == -kInf ? 0.0 : exp_rel_error(mp - mn);
     res.rescale.value(r, 0) = rr;
-    res.rescale.bound(r, 0) = rr * e_r + kSafetyFactor * (rr * r_local + kAccEta) + eta(DType::f32);
+    res.rescale.bound(r, 0) = r_propagated + kSafetyFactor * (rr * r_local + kAccEta) + eta(DType::f32);
 
     double tile_sum = 0, tile_exp_err = 0, tile_propagated = 0, n = 0;
     for (Eigen::Index c = 0; c < cols; ++c) {
       if (s(r, c) == -kInf) continue;
       const double x = s(r, c) - mn;
       const double pt = std::exp(x);
-      const double propagated = pt * grow(scores_tile.bound(r, c) + e_max);
+      const double propagated = within_range(exp_growth(pt, x, scores_tile.bound(r, c) + e_max), pt, 0, 1);
       res.p_tilde.value(r, c) = pt;
       res.p_tilde.bound(r, c) = propagated + kSafetyFactor * (pt * (exp_rel_error(x) + u_out) + kAccEta) + eta(a.out);
       tile_sum += pt;
@@ -205,7 +268,9 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
     }
     const double l = rr * lp + tile_sum;
     res.sum.value(r, 0) = l;
-    const double propagated = rr * prev_sum.bound(r, 0) + rr * lp * e_r + tile_propagated;
+    // |r' l_p' - r l_p| <= r E(l_p) + l_p E(r) + E(r) E(l_p): the product of two uncertain values.
+    const double propagated =
+        rr * prev_sum.bound(r, 0) + lp * r_propagated + r_propagated * prev_sum.bound(r, 0) + tile_propagated;
     // The tile sum may be formed from p~ as stored (u_out), as a kernel that sums after
     // converting to the GEMM operand format does.
     const double local = rr * lp * (r_local + kAccU) + lp * kAccEta + tile_exp_err + u_out * tile_sum +
@@ -228,13 +293,14 @@ Bounded eval_rescale(const Bounded& acc, const Bounded& prev_max, const Bounded&
     const double mp = prev_max.value(r, 0), mn = new_max.value(r, 0);
     const bool defined = mp != -kInf && mn != -kInf;
     const double rr = defined ? std::exp(mp - mn) : 0.0;
-    const double e_r = defined ? grow(prev_max.bound(r, 0) + new_max.bound(r, 0)) : 0.0;
+    const double r_propagated =
+        defined ? within_range(exp_growth(rr, mp - mn, prev_max.bound(r, 0) + new_max.bound(r, 0)), rr, 0, 1) : 0.0;
     const double local_rel = (defined ? exp_rel_error(mp - mn) : 0.0) + kAccU + u_out;
     for (Eigen::Index c = 0; c < acc.value.cols(); ++c) {
       const double x = acc.value(r, c);
       out.value(r, c) = rr * x;
       // r itself may underflow: an absolute kAccEta on r, times |acc|.
-      out.bound(r, c) = rr * acc.bound(r, c) + rr * std::fabs(x) * e_r +
+      out.bound(r, c) = rr * acc.bound(r, c) + std::fabs(x) * r_propagated + r_propagated * acc.bound(r, c) +
                         kSafetyFactor * (rr * std::fabs(x) * local_rel + (std::fabs(x) + 1) * kAccEta) + eta(a.out);
     }
   }
@@ -282,10 +348,13 @@ Bounded eval_normalize(const Bounded& acc, const Bounded& sum, const Arithmetic&
   for (Eigen::Index r = 0; r < acc.value.rows(); ++r) {
     const double l = sum.value(r, 0);
     if (l == 0) continue;  // fully masked row: output 0
+    // acc'/l' - acc/l = ((acc' - acc) - o (l' - l)) / l', and a sum relative to its own max is
+    // at least 1: l' >= max(l - E(l), 1).
+    const double least_sum = std::max(l - sum.bound(r, 0), 1.0);
     for (Eigen::Index c = 0; c < acc.value.cols(); ++c) {
       const double o = acc.value(r, c) / l;
       out.value(r, c) = o;
-      out.bound(r, c) = acc.bound(r, c) / l + std::fabs(o) * sum.bound(r, 0) / l +
+      out.bound(r, c) = (acc.bound(r, c) + std::fabs(o) * sum.bound(r, 0)) / least_sum +
                         kSafetyFactor * ((2 * kAccU + u_out) * std::fabs(o) + kAccEta) + eta(a.out);
     }
   }
@@ -308,9 +377,12 @@ Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) {
     }
     const double lse = m + std::log(l);
     out.value(r, 0) = lse;
+    // l' lies in [max(l - E(l), 1), l + E(l)]: a sum relative to its own max is at least 1.
+    const double e_l = sum.bound(r, 0);
+    const double log_moved = std::max(std::log1p(e_l / l), std::log(l) - std::log(std::max(l - e_l, 1.0)));
     // log in fp32 is good to a few ulp of its result; the add rounds once more.
     const double local = kAccU * (std::fabs(m) + 4 * std::fabs(std::log(l)) + 4) + (kAccU + u_out) * std::fabs(lse);
-    out.bound(r, 0) = max.bound(r, 0) + sum.bound(r, 0) / l + kSafetyFactor * local + eta(a.out);
+    out.bound(r, 0) = max.bound(r, 0) + log_moved + kSafetyFactor * local + eta(a.out);
   }
   return out;
 }
@@ -325,12 +397,10 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
   out.format = a.out;
   out.value = MatrixR::Zero(rows, cols);
   out.bound = MatrixR::Constant(rows, cols, eta(a.out));
+  const Eigen::Index count = static_cast<Eigen::Index>(lses.size());
   for (Eigen::Index r = 0; r < rows; ++r) {
-    double top = -kInf, e_lse = 0;
-    for (const Bounded& l : lses) {
-      top = std::max(top, l.value(r, 0));
-      if (l.value(r, 0) != -kInf) e_lse = std::max(e_lse, l.bound(r, 0));
-    }
+    double top = -kInf;
+    for (const Bounded& l : lses) top = std::max(top, l.value(r, 0));
     if (top == -kInf) continue;  // every split empty: fully masked row
     double total = 0, exp_err = 0;
     for (const Bounded& l : lses) {
@@ -338,8 +408,12 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
       total += std::exp(l.value(r, 0) - top);
       exp_err = std::max(exp_err, exp_rel_error(l.value(r, 0) - top));
     }
+    const double log_total = std::log(total);
+    auto log_weight = [&](Eigen::Index t) { return lses[static_cast<std::size_t>(t)].value(r, 0) - top - log_total; };
+    const double e_norm = weighted_log_shift(
+        count, [&](Eigen::Index t) { return std::pair(log_weight(t), lses[static_cast<std::size_t>(t)].bound(r, 0)); });
     for (Eigen::Index c = 0; c < cols; ++c) {
-      double value = 0, magnitude = 0, propagated = 0, peak = 0;
+      double value = 0, magnitude = 0, propagated = 0, peak = 0, weights_moved = 0;
       for (std::size_t t = 0; t < outs.size(); ++t) {
         if (lses[t].value(r, 0) == -kInf) continue;
         const double w = std::exp(lses[t].value(r, 0) - top) / total;
@@ -347,13 +421,48 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
         magnitude += w * std::fabs(outs[t].value(r, c));
         peak = std::max(peak, std::fabs(outs[t].value(r, c)));
         propagated += w * outs[t].bound(r, c);
+        const double moved = exp_growth(w, log_weight(static_cast<Eigen::Index>(t)), lses[t].bound(r, 0) + e_norm);
+        // w' o' - w o = w (o' - o) + (w' - w) o + (w' - w)(o' - o)
+        weights_moved += within_range(moved, w, 0, 1) * (std::fabs(outs[t].value(r, c)) + outs[t].bound(r, c));
       }
       out.value(r, c) = value;
-      out.bound(r, c) = propagated + grow(2 * e_lse) * magnitude +
+      out.bound(r, c) = propagated + weights_moved +
                         kSafetyFactor * ((2 * exp_err + (2 * splits + 2) * kAccU + u_out) * magnitude +
                                          (splits * peak + 1) * kAccEta) +
                         eta(a.out);
     }
+  }
+  return out;
+}
+
+Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) {
+  if (lses.empty()) throw Error("reference: combine needs at least one lse");
+  const Eigen::Index rows = lses[0].value.rows(), count = static_cast<Eigen::Index>(lses.size());
+  const double u_out = unit_roundoff(a.out);
+  Bounded out;
+  out.format = a.out;
+  out.value = MatrixR::Constant(rows, 1, -kInf);
+  out.bound = MatrixR::Zero(rows, 1);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    double top = -kInf;
+    for (const Bounded& l : lses) top = std::max(top, l.value(r, 0));
+    if (top == -kInf) continue;  // every split empty
+    double total = 0, exp_err = 0;
+    for (const Bounded& l : lses) {
+      if (l.value(r, 0) == -kInf) continue;
+      total += std::exp(l.value(r, 0) - top);
+      exp_err = std::max(exp_err, exp_rel_error(l.value(r, 0) - top));
+    }
+    const double log_total = std::log(total), lse = top + log_total;
+    // ln sum_t e^{lse_t + d_t} moves by ln sum_t w_t e^{d_t}; the sum of T exps, its log and the add round.
+    const double propagated = weighted_log_shift(count, [&](Eigen::Index t) {
+      const Bounded& l = lses[static_cast<std::size_t>(t)];
+      return std::pair(l.value(r, 0) - top - log_total, l.bound(r, 0));
+    });
+    const double local = exp_err + (static_cast<double>(count) + 1) * kAccU +
+                         kAccU * (std::fabs(top) + 4 * std::fabs(log_total) + 4) + (kAccU + u_out) * std::fabs(lse);
+    out.value(r, 0) = lse;
+    out.bound(r, 0) = propagated + kSafetyFactor * local + eta(a.out);
   }
   return out;
 }

@@ -166,7 +166,7 @@ std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape,
 
   double traced_ms = 0;
   if (traceable) {
-    CaptureTap tap(graph, shape, false, stream);
+    CaptureTap tap(graph, in.problem, false, stream);
     RunContext traced{in, &device, &tap, stream};
     traced_ms = median_ms(2, 10, stream, [&] {
       tap.reset();

@@ -33,6 +33,24 @@ struct HeadMetrics {
   Metrics end_to_end, local;
 };
 
+Bounded top_left(const Bounded& b, const Extent& e) {
+  Bounded out;
+  out.value = b.value.topLeftCorner(e.rows, e.cols);
+  out.bound = b.bound.topLeftCorner(e.rows, e.cols);
+  out.format = b.format;
+  return out;
+}
+
+// The kernel's values where they exist, the end-to-end reference's elsewhere: what the
+// stage-local references read, so that nothing past a sequence's lengths (never written by
+// a kernel that reads the packed layout) reaches a row that exists.
+MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Extent& e) {
+  if (e.rows == kernel.rows() && e.cols == kernel.cols()) return kernel;
+  MatrixR m = reference;
+  m.topLeftCorner(e.rows, e.cols) = kernel.topLeftCorner(e.rows, e.cols);
+  return m;
+}
+
 }  // namespace
 
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
@@ -68,9 +86,12 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
-      kernel[key_of(stage, out)] = Bounded::exact(head_matrix(c.tensor, b, h) * out.value_scale, out.dtype);
+      const Extent extent = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
+      const MatrixR values = head_matrix(c.tensor, b, h) * out.value_scale;
+      kernel[key_of(stage, out)] =
+          Bounded::exact(within_extent(values, e2e.at(key_of(stage, out)).value, extent), out.dtype);
     }
-    const LocalReference local(in, shape, graph, e2e, kernel);
+    const LocalReference local(in, shape, graph, e2e, kernel, inputs.problem.kv_len_of(b));
     std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];
     for (std::size_t i : comparable) {
       const Captured& c = run.captured[i];
@@ -81,7 +102,11 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       const MatrixR& k = kernel.at(key_of(stage, out)).value;
       const Bounded& end_to_end = e2e.at(key_of(stage, out));
       const Bounded stage_local = local.evaluate(stage, out);
-      mine.push_back({compare_head(spot, k, end_to_end, out.dtype), compare_head(spot, k, stage_local, out.dtype)});
+      // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+      const Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
+      const MatrixR kept = k.topLeftCorner(e.rows, e.cols);
+      mine.push_back({compare_head(spot, kept, top_left(end_to_end, e), out.dtype),
+                      compare_head(spot, kept, top_left(stage_local, e), out.dtype)});
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
         set_head(refs.end_to_end, b, h, end_to_end.value);

@@ -22,7 +22,7 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
     impl.tune(tuning);
   }
   workspace.poison(s);
-  CaptureTap tap(run.graph, inputs.problem.shape, copy_to_host, s);
+  CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
   RunContext context{inputs, device, &tap, s, &run.descriptors};
   try {
     impl.run(context);
