@@ -57,7 +57,7 @@ def _save_h5(path, q, k, v, mask, scale, is_causal, bf16):
     dtype = "bf16" if bf16 else {np.dtype("float16"): "fp16", np.dtype("float32"): "fp32"}[q.dtype]
     with h5py.File(path, "w") as f:
         f.attrs["schema"] = "flashcore-check"
-        f.attrs["schema_version"] = np.int64(1)
+        f.attrs["schema_version"] = np.int64(2)
         f.attrs["kind"] = "report"
         meta = f.create_group("meta")
         meta.attrs["shape"] = np.array([b, h, sq, sk, d], dtype=np.int64)

@@ -13,6 +13,7 @@
 #include "catch.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "harness/io/case_file.h"
 #include "harness/io/h5_file.h"
 #include "harness/io/text_output.h"
 #include "support/file_mutations.h"
@@ -124,7 +125,7 @@ TEST_CASE("damaged files give exit 2 and one line naming the file, never a crash
   mutations.push_back({"/inputs/q of rank 3", path("q_rank3"), true});
   test::set_int_attribute_copy(w.good, path("shape"), "/meta", "shape", {1, 1, 17, 24, 64});
   mutations.push_back({"/meta shape disagreeing with the inputs", path("shape"), true});
-  test::set_int_attribute_copy(w.good, path("version"), "/", "schema_version", {2});
+  test::set_int_attribute_copy(w.good, path("version"), "/", "schema_version", {kSchemaVersion + 1});
   mutations.push_back({"a newer schema version", path("version"), true});
   Rng rng(77, 3);
   for (int i = 0; i < 130; ++i) {  // single flipped bytes anywhere
