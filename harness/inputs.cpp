@@ -176,7 +176,8 @@ Shape parse_shape(const std::string& text) {
   }
   const std::string what = "--shape '" + text + "'";
   const std::vector<std::string> heads = split(parts[1], ':');
-  if (heads.size() != 1 && !(heads.size() == 2 && parts[1].back() != ':')) {
+  const bool gqa = parts[1].find(':') != std::string::npos;
+  if (gqa && !(heads.size() == 2 && parts[1].back() != ':')) {
     throw Error(what + ": heads are H or Hq:Hkv, got '" + parts[1] + "'");
   }
   Shape s;
