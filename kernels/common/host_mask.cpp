@@ -1,5 +1,7 @@
 #include "kernels/common/host_mask.h"
 
+#include <algorithm>
+
 namespace fc {
 
 HostMask::HostMask(const Problem& p) {
@@ -17,8 +19,10 @@ HostMask::HostMask(const Problem& p) {
     key_lengths.assign(m.key_lengths.begin(), m.key_lengths.end());
     mask_.key_lengths = key_lengths.data();
   }
-  mask_.window_left = static_cast<int>(m.window.left);
-  mask_.window_right = static_cast<int>(m.window.right);
+  // A side wider than Sq + Sk keeps every key, as an unbounded one does: clamped, it fits an int.
+  const std::int64_t widest = s.q_len + s.kv_len;
+  mask_.window_left = static_cast<int>(std::min(m.window.left, widest));
+  mask_.window_right = static_cast<int>(std::min(m.window.right, widest));
   if (m.has_alibi()) {
     alibi_slopes.assign(m.alibi_slopes.begin(), m.alibi_slopes.end());
     mask_.alibi_slopes = alibi_slopes.data();
