@@ -1,6 +1,7 @@
 #pragma once
 // Seeded random cases for sweeps (the bound tests, the clean sweep of `flashcore-check
-// faults`): mixed shapes (S not a multiple of any tile), masks, distributions, input dtypes,
+// faults`): mixed shapes (S not a multiple of any tile, GQA, head dims from 1 to 256), masks,
+// windows, softcaps, ALiBi, finite masking biases, variable lengths, paged KV, distributions, input dtypes,
 // and the formats a kernel may store each stage in.
 #include <cstdint>
 

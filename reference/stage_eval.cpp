@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/numeric.h"
 
 namespace fc {
 namespace {
@@ -70,9 +71,6 @@ double operand_rounding(const Arithmetic& a, DType input_format) {
   return u_op > unit_roundoff(input_format) ? u_op : 0.0;
 }
 
-// exp(e) - 1 for a nonnegative error e: the relative change of exp(x) when x moves by e.
-double grow(double e) { return std::expm1(e); }
-
 MatrixR zeros_like(const MatrixR& m) { return MatrixR::Zero(m.rows(), m.cols()); }
 
 Bounded sized_like(const MatrixR& m, DType format) {
@@ -93,18 +91,64 @@ Bounded constant(Eigen::Index rows, Eigen::Index cols, double value, double boun
   return b;
 }
 
-// Largest bound over the finite entries of row r.
-double row_max_bound(const Bounded& x, Variant v, Eigen::Index r) {
-  const MatrixR& bound = bound_of(x, v);
-  double e = 0;
-  for (Eigen::Index c = 0; c < x.value.cols(); ++c) {
-    if (std::isfinite(x.value(r, c))) e = std::max(e, bound(r, c));
-  }
-  return e;
-}
-
 void require_same_rows(const MatrixR& a, const MatrixR& b, const char* what) {
   if (a.rows() != b.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
+}
+
+// ---- Weights of a softmax under score errors (docs/error-model.md, "Finite masking biases").
+// A score with a finite but huge masking bias (-65504, -3.4e38: Hugging Face's masks) carries
+// an absolute bound far beyond any other of its row. Only scores that can be the row's max
+// move the max; an error moves each weight in proportion to that weight; and a weight stays
+// in [0, 1] whatever its inputs. So such keys add nothing where their weight underflows, and
+// no bound is ever 0 x inf.
+
+// How far max_k (x_k + d_k), |d_k| <= e_k, can lie from max_k x_k: the largest e_k among the
+// entries that can be the max, x_k + e_k >= max_j (x_j - e_j). `entry(k)` gives (x_k, e_k);
+// -inf entries (masked) take no part.
+template <class Entry>
+double max_shift(Eigen::Index n, Entry entry) {
+  double lower = -kInf, shift = 0;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [x, e] = entry(k);
+    if (x != -kInf) lower = std::max(lower, x - e);
+  }
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [x, e] = entry(k);
+    if (x != -kInf && x + e >= lower) shift = std::max(shift, e);
+  }
+  return shift;
+}
+
+// ln sum_k w_k e^{e_k} for weights w_k = e^{log w_k} summing to 1: how far errors |d_k| <= e_k
+// can move ln sum_k w_k e^{d_k} (Jensen both ways). `entry(k)` gives (log w_k, e_k); inf when
+// it overflows.
+template <class Entry>
+double weighted_log_shift(Eigen::Index n, Entry entry) {
+  double top = -kInf;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [log_w, e] = entry(k);
+    if (log_w != -kInf) top = std::max(top, log_w + e);
+  }
+  if (top == -kInf || std::isinf(top)) return top == -kInf ? 0.0 : kInf;
+  double sum = 0;
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const auto [log_w, e] = entry(k);
+    if (log_w != -kInf) sum += std::exp(log_w + e - top);
+  }
+  return std::max(0.0, top + std::log(sum));
+}
+
+// value * (e^e - 1) for value = e^{log_value}: what an error e of its log moves a positive
+// value; computed from the log where the value underflowed, inf where it overflows.
+double exp_growth(double value, double log_value, double e) {
+  if (!(e > 0)) return 0;
+  if (value > 0) return value * std::expm1(e);
+  return std::exp(log_value + e);
+}
+
+// A bound on |x' - x| when both lie in [lo, hi].
+double within_range(double bound, double x, double lo, double hi) {
+  return std::min(bound, std::max(x - lo, hi - x));
 }
 
 }  // namespace
@@ -123,10 +167,15 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   const std::int64_t n = col_end - col_begin;
   const double d = static_cast<double>(in.q.cols());
   auto k = in.k.middleRows(col_begin, n);
-  MatrixR s = in.scale * (in.q * k.transpose());
+  const MatrixR t = in.scale * (in.q * k.transpose());
   const MatrixR magnitude =
       in.scale * (accumulated_magnitude(in.q, a) * accumulated_magnitude(k, a).transpose());
-  s += in.bias.middleCols(col_begin, n);
+  // Softcap (docs/error-model.md, "qk"): c tanh(t / c) has derivative sech^2 <= 1, so the dot
+  // product's error passes at most 1:1; the argument t / c rounds (2 u |t| after the tanh),
+  // the tanh (tanhf, 2 ulp) and the multiply by c round relative to the capped score.
+  const double cap = in.softcap;
+  const MatrixR capped = cap > 0 ? MatrixR(t.unaryExpr([cap](double x) { return cap * std::tanh(x / cap); })) : t;
+  MatrixR s = capped + in.bias.middleCols(col_begin, n);
 
   Bounded out = sized_like(s, a.out);
   const double u_out = unit_roundoff(a.out), u_acc = accumulation_unit(a);
@@ -134,12 +183,15 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   for (Eigen::Index r = 0; r < s.rows(); ++r) {
     for (Eigen::Index c = 0; c < s.cols(); ++c) {
       const double v = s(r, c);
-      if (!std::isfinite(v)) {  // a masked score must be -inf exactly
+      // A score that overflows the output format to -inf is stored as -inf: masked.
+      if (v < 0 && std::isinf(round_to(a.out, v))) s(r, c) = -kInf;
+      if (!std::isfinite(s(r, c))) {  // a masked score must be -inf exactly
         out.bound(r, c) = out.tight(r, c) = 0.0;
         continue;
       }
-      // The scale multiply, the bias add and the final rounding: single operations.
-      const double single = (kAccU + u_out) * std::fabs(v) + underflow;
+      const double softcap = cap > 0 ? kAccU * (2 * std::fabs(t(r, c)) + 4 * std::fabs(capped(r, c))) : 0.0;
+      // The scale multiply, the softcap, the bias add and the final rounding: single operations.
+      const double single = softcap + (kAccU + u_out) * std::fabs(v) + underflow;
       out.bound(r, c) = kSafetyFactor * ((d + 1) * u_acc * magnitude(r, c) + single) + eta(a.out);
       out.tight(r, c) = kSafetyFactor * single + accumulation_tight(d + 1, magnitude(r, c), a) + eta(a.out);
     }
@@ -167,6 +219,7 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
       l += std::exp(s(r, c) - m);
       n += 1;
     }
+    const double log_l = std::log(l);
     double weighted_exp_err = 0;  // sum_k p_k * exp error of term k
     for (Eigen::Index c = 0; c < cols; ++c) {
       if (s(r, c) == -kInf) continue;
@@ -174,30 +227,38 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
       res.p.value(r, c) = p;
       weighted_exp_err += p * exp_rel_error(s(r, c) - m);
     }
-    // The row sum of n positive terms: its partial sums stay within l, whatever the order.
-    // p = exp / l: the n additions of l and the division, relative to p.
+    res.max.value(r, 0) = m;
+    res.sum.value(r, 0) = l;
+    // p = exp / l: the n additions of l (positive terms: every partial sum within l) and the
+    // division, relative to p.
     const double sum_worst = kSafetyFactor * (n + 2) * kAccU;
     const double sum_tight = kSafetyFactor * 2 * kAccU + accumulation_tight(n + 1, 1.0, {});
     for (Variant v : kVariants) {
-      const double e_in = row_max_bound(scores, v, r);
       const MatrixR& in_bound = bound_of(scores, v);
+      const double e_max = max_shift(cols, [&](Eigen::Index c) { return std::pair(s(r, c), in_bound(r, c)); });
+      // How far the errors move ln sum_k p_k e^{d_k}, the normalization's share of ln p_j.
+      const double e_norm =
+          weighted_log_shift(cols, [&](Eigen::Index c) { return std::pair(s(r, c) - m - log_l, in_bound(r, c)); });
       const double rounding = v == Variant::worst ? sum_worst : sum_tight;
+      double sum_propagated = 0;
       for (Eigen::Index c = 0; c < cols; ++c) {
         if (s(r, c) == -kInf) continue;
-        const double p = res.p.value(r, c);
-        const double propagated = p * grow(in_bound(r, c) + e_in);
-        const double single = p * (exp_rel_error(s(r, c) - m) + weighted_exp_err + u_out) + 2 * kAccEta;
+        const double x = s(r, c) - m, p = res.p.value(r, c);
+        const double propagated = within_range(exp_growth(p, x - log_l, in_bound(r, c) + e_norm), p, 0, 1);
+        const double single = p * (exp_rel_error(x) + weighted_exp_err + u_out) + 2 * kAccEta;
         bound_of(res.p, v)(r, c) = propagated + kSafetyFactor * single + p * rounding + eta(a.out);
+        sum_propagated += exp_growth(std::exp(x), x, in_bound(r, c) + e_max);
       }
-      bound_of(res.max, v)(r, 0) = e_in;
-      const double sum_rounding = v == Variant::worst ? kSafetyFactor * n * kAccU : accumulation_tight(n + 1, 1.0, {});
-      bound_of(res.sum, v)(r, 0) = l * grow(2 * e_in) + kSafetyFactor * (l * weighted_exp_err + n * kAccEta) +
-                                   l * sum_rounding + eta(DType::f32);
+      bound_of(res.max, v)(r, 0) = e_max;
+      const double additions = v == Variant::worst ? kSafetyFactor * n * kAccU : accumulation_tight(n + 1, 1.0, {});
+      // The sum relative to its own max lies in [1, n] whatever the scores.
+      bound_of(res.sum, v)(r, 0) = within_range(sum_propagated, l, 1, n) +
+                                   kSafetyFactor * (l * weighted_exp_err + n * kAccEta) + l * additions +
+                                   eta(DType::f32);
     }
-    res.max.value(r, 0) = m;
-    res.sum.value(r, 0) = l;
   }
   cap_tight(res.p);
+  cap_tight(res.max);
   cap_tight(res.sum);
   return res;
 }
@@ -248,25 +309,28 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
 
     for (Variant v : kVariants) {
       const MatrixR& in_bound = bound_of(scores_tile, v);
-      // A max of perturbed values moves by at most the largest perturbation.
-      double e_max = mp == -kInf ? 0.0 : bound_of(prev_max, v)(r, 0);
-      for (Eigen::Index c = 0; c < cols; ++c) {
-        if (s(r, c) != -kInf) e_max = std::max(e_max, in_bound(r, c));
-      }
+      const double e_prev_max = bound_of(prev_max, v)(r, 0), e_prev_sum = bound_of(prev_sum, v)(r, 0);
+      // A max of perturbed values moves by at most the largest perturbation of those that can be the max.
+      const double e_max = max_shift(cols + 1, [&](Eigen::Index c) {
+        return c == cols ? std::pair(mp, e_prev_max) : std::pair(s(r, c), in_bound(r, c));
+      });
       bound_of(res.max, v)(r, 0) = e_max;
-      const double e_r = mp == -kInf ? 0.0 : grow(bound_of(prev_max, v)(r, 0) + e_max);
-      bound_of(res.rescale, v)(r, 0) = rr * e_r + kSafetyFactor * (rr * r_local + kAccEta) + eta(DType::f32);
+      // r and p~ lie in [0, 1]: exp of a value minus a max at least as large.
+      const double r_propagated =
+          mp == -kInf ? 0.0 : within_range(exp_growth(rr, mp - mn, e_prev_max + e_max), rr, 0, 1);
+      bound_of(res.rescale, v)(r, 0) = r_propagated + kSafetyFactor * (rr * r_local + kAccEta) + eta(DType::f32);
 
       double tile_propagated = 0;
       for (Eigen::Index c = 0; c < cols; ++c) {
         if (s(r, c) == -kInf) continue;
         const double x = s(r, c) - mn, pt = res.p_tilde.value(r, c);
-        const double propagated = pt * grow(in_bound(r, c) + e_max);
+        const double propagated = within_range(exp_growth(pt, x, in_bound(r, c) + e_max), pt, 0, 1);
         bound_of(res.p_tilde, v)(r, c) =
             propagated + kSafetyFactor * (pt * (exp_rel_error(x) + u_out) + kAccEta) + eta(a.out);
         tile_propagated += propagated;
       }
-      const double propagated = rr * bound_of(prev_sum, v)(r, 0) + rr * lp * e_r + tile_propagated;
+      // |r' l_p' - r l_p| <= r E(l_p) + l_p E(r) + E(r) E(l_p): the product of two uncertain values.
+      const double propagated = rr * e_prev_sum + lp * r_propagated + r_propagated * e_prev_sum + tile_propagated;
       // The tile sum may be formed from p~ as stored (u_out), as a kernel that sums after
       // converting to the GEMM operand format does. Its n + 1 additions of positive terms stay
       // within l.
@@ -278,7 +342,9 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
     }
   }
   cap_tight(res.p_tilde);
+  cap_tight(res.max);
   cap_tight(res.sum);
+  cap_tight(res.rescale);
   return res;
 }
 
@@ -295,12 +361,15 @@ Bounded eval_rescale(const Bounded& acc, const Bounded& prev_max, const Bounded&
     const double local_rel = (defined ? exp_rel_error(mp - mn) : 0.0) + kAccU + u_out;
     for (Eigen::Index c = 0; c < acc.value.cols(); ++c) out.value(r, c) = rr * acc.value(r, c);
     for (Variant v : kVariants) {
-      const double e_r = defined ? grow(bound_of(prev_max, v)(r, 0) + bound_of(new_max, v)(r, 0)) : 0.0;
+      const double r_propagated =
+          defined ? within_range(exp_growth(rr, mp - mn, bound_of(prev_max, v)(r, 0) + bound_of(new_max, v)(r, 0)), rr,
+                                 0, 1)
+                  : 0.0;
       const MatrixR& in_bound = bound_of(acc, v);
       for (Eigen::Index c = 0; c < acc.value.cols(); ++c) {
         const double x = std::fabs(acc.value(r, c));
         // r itself may underflow: an absolute kAccEta on r, times |acc|.
-        bound_of(out, v)(r, c) = rr * in_bound(r, c) + rr * x * e_r +
+        bound_of(out, v)(r, c) = rr * in_bound(r, c) + x * r_propagated + r_propagated * in_bound(r, c) +
                                  kSafetyFactor * (rr * x * local_rel + (x + 1) * kAccEta) + eta(a.out);
       }
     }
@@ -378,11 +447,15 @@ Bounded eval_normalize(const Bounded& acc, const Bounded& sum, const Arithmetic&
   for (Eigen::Index r = 0; r < acc.value.rows(); ++r) {
     const double l = sum.value(r, 0);
     if (l == 0) continue;  // fully masked row: output 0
-    for (Eigen::Index c = 0; c < acc.value.cols(); ++c) {
-      const double o = acc.value(r, c) / l;
-      out.value(r, c) = o;
-      for (Variant v : kVariants) {
-        bound_of(out, v)(r, c) = bound_of(acc, v)(r, c) / l + std::fabs(o) * bound_of(sum, v)(r, 0) / l +
+    for (Eigen::Index c = 0; c < acc.value.cols(); ++c) out.value(r, c) = acc.value(r, c) / l;
+    for (Variant v : kVariants) {
+      const double e_l = bound_of(sum, v)(r, 0);
+      // acc'/l' - acc/l = ((acc' - acc) - o (l' - l)) / l', and a sum relative to its own max
+      // is at least 1: l' >= max(l - E(l), 1).
+      const double least_sum = std::max(l - e_l, 1.0);
+      for (Eigen::Index c = 0; c < acc.value.cols(); ++c) {
+        const double o = out.value(r, c);
+        bound_of(out, v)(r, c) = (bound_of(acc, v)(r, c) + std::fabs(o) * e_l) / least_sum +
                                  kSafetyFactor * ((2 * kAccU + u_out) * std::fabs(o) + kAccEta) + eta(a.out);
       }
     }
@@ -407,7 +480,10 @@ Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) {
     // log in fp32 is good to a few ulp of its result; the add rounds once more.
     const double local = kAccU * (std::fabs(m) + 4 * std::fabs(std::log(l)) + 4) + (kAccU + u_out) * std::fabs(lse);
     for (Variant v : kVariants) {
-      bound_of(out, v)(r, 0) = bound_of(max, v)(r, 0) + bound_of(sum, v)(r, 0) / l + kSafetyFactor * local + eta(a.out);
+      // l' lies in [max(l - E(l), 1), l + E(l)]: a sum relative to its own max is at least 1.
+      const double e_l = bound_of(sum, v)(r, 0);
+      const double log_moved = std::max(std::log1p(e_l / l), std::log(l) - std::log(std::max(l - e_l, 1.0)));
+      bound_of(out, v)(r, 0) = bound_of(max, v)(r, 0) + log_moved + kSafetyFactor * local + eta(a.out);
     }
   }
   cap_tight(out);
@@ -421,6 +497,7 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
   const double splits = static_cast<double>(outs.size());
   const double u_out = unit_roundoff(a.out);
   Bounded out = constant(rows, cols, 0, eta(a.out), a.out);
+  const Eigen::Index count = static_cast<Eigen::Index>(lses.size());
   for (Eigen::Index r = 0; r < rows; ++r) {
     double top = -kInf;
     for (const Bounded& l : lses) top = std::max(top, l.value(r, 0));
@@ -431,29 +508,73 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
       total += std::exp(l.value(r, 0) - top);
       exp_err = std::max(exp_err, exp_rel_error(l.value(r, 0) - top));
     }
-    for (Variant v : kVariants) {
-      double e_lse = 0;
-      for (const Bounded& l : lses) {
-        if (l.value(r, 0) != -kInf) e_lse = std::max(e_lse, bound_of(l, v)(r, 0));
+    const double log_total = std::log(total);
+    auto log_weight = [&](Eigen::Index t) { return lses[static_cast<std::size_t>(t)].value(r, 0) - top - log_total; };
+    for (Eigen::Index c = 0; c < cols; ++c) {
+      double value = 0;
+      for (std::size_t t = 0; t < outs.size(); ++t) {
+        if (lses[t].value(r, 0) != -kInf) value += std::exp(lses[t].value(r, 0) - top) / total * outs[t].value(r, c);
       }
+      out.value(r, c) = value;
+    }
+    for (Variant v : kVariants) {
+      const double e_norm = weighted_log_shift(count, [&](Eigen::Index t) {
+        return std::pair(log_weight(t), bound_of(lses[static_cast<std::size_t>(t)], v)(r, 0));
+      });
       for (Eigen::Index c = 0; c < cols; ++c) {
-        double value = 0, magnitude = 0, propagated = 0, peak = 0;
+        double magnitude = 0, propagated = 0, peak = 0, weights_moved = 0;
         for (std::size_t t = 0; t < outs.size(); ++t) {
           if (lses[t].value(r, 0) == -kInf) continue;
-          const double w = std::exp(lses[t].value(r, 0) - top) / total;
-          value += w * outs[t].value(r, c);
-          magnitude += w * std::fabs(outs[t].value(r, c));
-          peak = std::max(peak, std::fabs(outs[t].value(r, c)));
-          propagated += w * bound_of(outs[t], v)(r, c);
+          const double w = std::exp(lses[t].value(r, 0) - top) / total, o = outs[t].value(r, c);
+          const double e_o = bound_of(outs[t], v)(r, c);
+          magnitude += w * std::fabs(o);
+          peak = std::max(peak, std::fabs(o));
+          propagated += w * e_o;
+          const double moved =
+              exp_growth(w, log_weight(static_cast<Eigen::Index>(t)), bound_of(lses[t], v)(r, 0) + e_norm);
+          // w' o' - w o = w (o' - o) + (w' - w) o + (w' - w)(o' - o)
+          weights_moved += within_range(moved, w, 0, 1) * (std::fabs(o) + e_o);
         }
-        out.value(r, c) = value;
         // The weights' exp errors and the fp32 sum scale with the terms; the one final rounding
         // to the output format with the result.
-        bound_of(out, v)(r, c) = propagated + grow(2 * e_lse) * magnitude +
+        bound_of(out, v)(r, c) = propagated + weights_moved +
                                  kSafetyFactor * ((2 * exp_err + (2 * splits + 2) * kAccU) * magnitude +
-                                                  u_out * std::fabs(value) + (splits * peak + 1) * kAccEta) +
+                                                  u_out * std::fabs(out.value(r, c)) + (splits * peak + 1) * kAccEta) +
                                  eta(a.out);
       }
+    }
+  }
+  cap_tight(out);
+  return out;
+}
+
+Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) {
+  if (lses.empty()) throw Error("reference: combine needs at least one lse");
+  const Eigen::Index rows = lses[0].value.rows(), count = static_cast<Eigen::Index>(lses.size());
+  const double u_out = unit_roundoff(a.out);
+  Bounded out = constant(rows, 1, -kInf, 0, a.out);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    double top = -kInf;
+    for (const Bounded& l : lses) top = std::max(top, l.value(r, 0));
+    if (top == -kInf) continue;  // every split empty
+    double total = 0, exp_err = 0;
+    for (const Bounded& l : lses) {
+      if (l.value(r, 0) == -kInf) continue;
+      total += std::exp(l.value(r, 0) - top);
+      exp_err = std::max(exp_err, exp_rel_error(l.value(r, 0) - top));
+    }
+    const double log_total = std::log(total), lse = top + log_total;
+    // The sum of T exps, its log and the add round.
+    const double local = exp_err + (static_cast<double>(count) + 1) * kAccU +
+                         kAccU * (std::fabs(top) + 4 * std::fabs(log_total) + 4) + (kAccU + u_out) * std::fabs(lse);
+    out.value(r, 0) = lse;
+    for (Variant v : kVariants) {
+      // ln sum_t e^{lse_t + d_t} moves by ln sum_t w_t e^{d_t}.
+      const double propagated = weighted_log_shift(count, [&](Eigen::Index t) {
+        const Bounded& l = lses[static_cast<std::size_t>(t)];
+        return std::pair(l.value(r, 0) - top - log_total, bound_of(l, v)(r, 0));
+      });
+      bound_of(out, v)(r, 0) = propagated + kSafetyFactor * local + eta(a.out);
     }
   }
   cap_tight(out);

@@ -49,13 +49,17 @@ struct Bounded {
   static Bounded exact(MatrixR value, DType format = DType::f64);
 };
 
-// One head's inputs in FP64: q [Sq,D], k and v [Sk,D], bias [Sq,Sk] (0, -inf or bias).
+// One head's inputs in FP64: q [Sq,D], k and v [Sk,D] (its K/V head's), bias [Sq,Sk] (0,
+// -inf or bias).
 struct HeadInputs {
   MatrixR q, k, v, bias;
   double scale = 1;
+  double softcap = 0;  // > 0: the scores are soft-capped before the bias
 };
 
-// qk: scale * q k^T + bias over key columns [col_begin, col_end).
+// qk: scale * q k^T + bias over key columns [col_begin, col_end); with a softcap c,
+// c * tanh(scale * q k^T / c) + bias. A score that overflows the stage's output format to
+// -inf is stored as -inf (a finite masking bias in a narrow format): that key is masked.
 Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
                 const Arithmetic& a);
 
@@ -91,5 +95,9 @@ Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a);
 // key is masked (lse = -inf) has weight 0.
 Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
                      const Arithmetic& a);
+
+// The log-sum-exp of the combined row, max_t lse_t + log(sum_t exp(lse_t - max_t lse_t))
+// (-inf where every split is empty).
+Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a);
 
 }  // namespace fc

@@ -29,11 +29,12 @@ enum class Quantity : std::uint8_t {
   output,          // [B,H,Sq,D]     attention output (normalized)
   partial_output,  // [B,H,Sq,D]     one split's normalized output
   partial_lse,     // [B,H,Sq]       one split's log-sum-exp
+  lse,             // [B,H,Sq]       the row's log-sum-exp over every key (natural log)
 };
 const char* quantity_name(Quantity q);
 bool is_row_quantity(Quantity q);
-// What a production (untraced) build produces too: the output, and a split algorithm's
-// partial outputs and their lse. Everything else exists only in a trace build.
+// What a production (untraced) build produces too: the output and its lse, and a split
+// algorithm's partial outputs and their lse. Everything else exists only in a trace build.
 bool is_result(Quantity q);
 
 struct StageOutput {
@@ -86,5 +87,15 @@ Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& st
 
 // Tiles of the key range [begin, end).
 std::int64_t tile_count(std::int64_t begin, std::int64_t end, std::int64_t tile_width);
+
+// The part of a head of sequence b in a stage output that exists (varlen, core/problem.h):
+// its first `rows` rows and `cols` columns. Rows past the sequence's query rows, key columns
+// past its keys, and tiles that start past its keys do not exist: they are never compared
+// nor counted. Every head of a sequence of full lengths exists whole.
+struct Extent {
+  std::int64_t rows = 0, cols = 0;
+};
+Extent existing_extent(const Problem& problem, const Algorithm& algorithm, const Stage& stage, const StageOutput& output,
+                       std::int64_t b);
 
 }  // namespace fc

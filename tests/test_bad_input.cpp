@@ -194,6 +194,10 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--inject rows-cols-swap describe --impl cublaslt-paged", "--inject is an option of --trace, not of describe"},
       {"--impl naive list", "--impl is an option of --trace, not of list"},
       {"--trace --impl cpu-emulated --seed 9223372036854775808", "--seed"},
+      {"--trace --impl cpu-emulated --shape 1,6:4,16,16,64", "not a multiple of K/V heads"},
+      {"--trace --impl cpu-emulated --shape 1,2,16,64 --mask window=-2,0", "window left: '-2' is not an integer >= -1"},
+      {"--trace --impl cpu-emulated --shape 1,2,16,64 --mask softcap=0", "softcap must be positive"},
+      {"--trace --impl cpu-emulated --shape 2,2,16,64 --mask varlen=4:4", "varlen gives 1 sequences for batch 2"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };

@@ -20,9 +20,10 @@ CaseSpec production_case() {
   return s;
 }
 
+// The production build's output (its other results, an lse, come after it or not at all).
 const OutputResult* production_row(const CaseResult& r) {
   for (const OutputResult& o : r.outputs) {
-    if (o.production) return &o;
+    if (o.production && o.quantity == Quantity::output) return &o;
   }
   return nullptr;
 }
@@ -39,7 +40,8 @@ TEST_CASE("a clean run judges its production build too, equal bit for bit to the
     CHECK(r.verdict == Verdict::pass);
     const OutputResult* p = production_row(r);
     REQUIRE(p);
-    CHECK(p->name == r.outputs[r.outputs.size() - 2].name + " (production)");
+    CHECK(p->name.size() > std::string(" (production)").size());
+    CHECK(p->name.compare(p->name.size() - 13, 13, " (production)") == 0);
     CHECK(p->compared);
     CHECK(p->compared_with_trace);
     CHECK(p->local.elements == 1 * 2 * 40 * 64);
@@ -74,7 +76,8 @@ TEST_CASE("a defect of the production build alone is trace-build-mismatch at its
   write_snapshot(file.string(), "test", in, j.run, j.result, j.references, {});
   const Snapshot s = read_snapshot(H5Reader(file.string()));
   std::filesystem::remove(file);
-  REQUIRE(s.run.production.results.size() == 1);
+  REQUIRE(s.run.production.results.size() == j.run.production.results.size());
+  REQUIRE(!s.run.production.results.empty());
   const CaseResult replayed = judge_run(s.impl, s.file.inputs, s.file.description, s.run);
   CHECK(same_divergence(replayed.divergence, j.result.divergence, true));
 }

@@ -18,7 +18,8 @@ std::string joined(int argc, char** argv) {
 }
 
 void add_case_options(CLI::App& app, PlanOptions& plan) {
-  app.add_option("--shape", plan.shapes, "B,H,S,D or B,H,Sq,Sk,D (repeatable)")->group("Cases");
+  app.add_option("--shape", plan.shapes, "B,H,S,D or B,H,Sq,Sk,D; H as Hq:Hkv for GQA/MQA (repeatable)")
+      ->group("Cases");
   app.add_option("--mask", plan.masks, mask_help() + " (repeatable)")->group("Cases");
   app.add_option("--dtype", plan.dtypes, "fp16 or bf16 (repeatable)")->group("Cases");
   app.add_option("--dist", plan.dists, "normal, uniform, large, outlier or tiny (repeatable)")->group("Cases");
@@ -158,7 +159,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "measure: reference GFLOP/s, flag-kernel bandwidth vs device copy, traced vs untraced runs");
   bench_cmd->add_option("--impl", bench.impls, "implementations to time (default: all GPU ones)");
-  bench_cmd->add_option("--shape", bench.shapes, "B,H,S,D shapes to time (repeatable)");
+  bench_cmd->add_option("--shape", bench.shapes, "B,H,S,D shapes to time, H as Hq:Hkv for GQA (repeatable)");
   bench_cmd->add_option("--mask", bench.masks, "none and/or causal (default both)");
   bench_cmd->add_option("--baseline", bench.baseline_file,
                         "PyTorch SDPA timings (scripts/sdpa_bench.py) to print each implementation's ratio to")

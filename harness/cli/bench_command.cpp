@@ -116,8 +116,11 @@ std::vector<Line> bench_flags(bool quick, cudaStream_t stream) {
 // PyTorch SDPA TFLOP/s per backend and (shape, causal), from scripts/sdpa_bench.py's TSV.
 using SdpaTable = std::map<std::string, std::map<std::string, double>>;  // key -> backend -> TFLOP/s
 
+// GQA shapes have no baseline in the table (its lines are for H K/V heads).
 std::string sdpa_key(const Shape& s, bool causal) {
-  return std::to_string(s.batch) + "," + std::to_string(s.heads) + "," + std::to_string(s.q_len) + "," +
+  const std::string heads =
+      std::to_string(s.heads) + (s.kv_head_count() != s.heads ? ":" + std::to_string(s.kv_head_count()) : "");
+  return std::to_string(s.batch) + "," + heads + "," + std::to_string(s.q_len) + "," +
          std::to_string(s.kv_len) + "," + std::to_string(s.head_dim) + "," + (causal ? "1" : "0");
 }
 
@@ -170,7 +173,7 @@ std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape,
 
   double traced_ms = 0;
   if (traceable) {
-    CaptureTap tap(graph, shape, false, stream);
+    CaptureTap tap(graph, in.problem, false, stream);
     RunContext traced{in, &device, &tap, stream};
     traced_ms = median_ms(2, 10, stream, [&] {
       tap.reset();

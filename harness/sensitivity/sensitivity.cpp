@@ -99,8 +99,9 @@ void restore(std::vector<HeadState>& heads, const std::vector<Planted>& planted_
 
 // Judges one stage as a trace does: its outputs in order, each over the heads in (b, h)
 // order, the stage-local comparison before the end-to-end one.
-Trial judge_stage(const StageGraph& g, const Shape& shape, const Stage& st, std::vector<HeadState>& heads,
+Trial judge_stage(const StageGraph& g, const Problem& problem, const Stage& st, std::vector<HeadState>& heads,
                   const std::vector<Planted>& planted_at, BoundChoice judged_by) {
+  const Shape& shape = problem.shape;
   Trial t;
   t.applies = true;
   t.stage = st.output_name(0);
@@ -112,7 +113,7 @@ Trial judge_stage(const StageGraph& g, const Shape& shape, const Stage& st, std:
     for (HeadState& head : heads) {
       if (head.kernel.count(key) == 0) continue;
       const HeadSpot spot{head.b, head.h, offset, is_row_quantity(out.quantity)};
-      const OutputComparison c = compare_output(head.in, shape, g, head.clean, head.kernel, st, out, spot, judged_by);
+      const OutputComparison c = compare_output(head.in, problem, g, head.clean, head.kernel, st, out, spot, judged_by);
       if (!local) {
         local = c.local;
         e2e = c.end_to_end;
@@ -200,7 +201,7 @@ void measure_run(const CleanRun& clean, const SensitivityOptions& options, std::
       head.h = h;
       head.in = head_inputs(clean.inputs, b, h);
       head.clean = end_to_end_reference(head.in, shape, g);
-      head.kernel = captured_quantities(clean.run, b, h);
+      head.kernel = captured_quantities(clean.inputs.problem, clean.run, b, h, head.clean);
       heads.push_back(std::move(head));
     }
   Rng rng(clean.seed, 4242);
@@ -224,7 +225,7 @@ void measure_run(const CleanRun& clean, const SensitivityOptions& options, std::
         }
         const std::vector<Planted> planted_at = plant(here, g, shape, st, heads, bugged);
         if (planted_at.empty()) continue;
-        trial = judge_stage(g, shape, st, heads, planted_at, options.judged_by);
+        trial = judge_stage(g, clean.inputs.problem, st, heads, planted_at, options.judged_by);
         restore(heads, planted_at);
         break;
       }

@@ -43,6 +43,22 @@ struct HeadMetrics {
   Metrics end_to_end, local;
 };
 
+Bounded top_left(const Bounded& b, const Extent& e) {
+  Bounded out;
+  out.value = b.value.topLeftCorner(e.rows, e.cols);
+  out.bound = b.bound.topLeftCorner(e.rows, e.cols);
+  out.tight = b.tight.topLeftCorner(e.rows, e.cols);
+  out.format = b.format;
+  return out;
+}
+
+MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Extent& e) {
+  if (e.rows == kernel.rows() && e.cols == kernel.cols()) return kernel;
+  MatrixR m = reference;
+  m.topLeftCorner(e.rows, e.cols) = kernel.topLeftCorner(e.rows, e.cols);
+  return m;
+}
+
 // Folds the per-head metrics of comparison n into r, in (b, h) order.
 void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head, std::size_t n) {
   r.compared = true;
@@ -60,27 +76,34 @@ void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head
 
 }  // namespace
 
-QuantityMap captured_quantities(const TraceRun& run, std::int64_t b, std::int64_t h) {
+QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
+                                const QuantityMap& e2e) {
   QuantityMap kernel;
   for (const Captured& c : run.captured) {
     if (!comparable(c)) continue;
     const Stage& stage = run.graph.stages[c.stage];
     const StageOutput& out = stage.outputs[c.output];
-    kernel[key_of(stage, out)] = Bounded::exact(head_matrix(c.tensor, b, h) * out.value_scale, out.dtype);
+    const QuantityKey key = key_of(stage, out);
+    const Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
+    const MatrixR values = head_matrix(c.tensor, b, h) * out.value_scale;
+    kernel[key] = Bounded::exact(within_extent(values, e2e.at(key).value, extent), out.dtype);
   }
   return kernel;
 }
 
-OutputComparison compare_output(const HeadInputs& in, const Shape& shape, const StageGraph& graph,
+OutputComparison compare_output(const HeadInputs& in, const Problem& problem, const StageGraph& graph,
                                 const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
                                 const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by) {
   const QuantityKey key = key_of(stage, output);
-  const MatrixR& k = kernel.at(key).value;
   OutputComparison c;
   c.end_to_end_reference = e2e.at(key);
-  c.local_reference = LocalReference(in, shape, graph, e2e, kernel).evaluate(stage, output);
-  c.end_to_end = compare_head(spot, k, c.end_to_end_reference, output.dtype, judged_by);
-  c.local = compare_head(spot, k, c.local_reference, output.dtype, judged_by);
+  c.local_reference =
+      LocalReference(in, problem.shape, graph, e2e, kernel, problem.kv_len_of(spot.b)).evaluate(stage, output);
+  // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+  const Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
+  const MatrixR kept = kernel.at(key).value.topLeftCorner(e.rows, e.cols);
+  c.end_to_end = compare_head(spot, kept, top_left(c.end_to_end_reference, e), output.dtype, judged_by);
+  c.local = compare_head(spot, kept, top_left(c.local_reference, e), output.dtype, judged_by);
   return c;
 }
 
@@ -127,14 +150,14 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const std::int64_t b = bh / shape.heads, h = bh % shape.heads;
     const HeadInputs in = head_inputs(inputs, b, h);
     const QuantityMap e2e = end_to_end_reference(in, shape, graph);
-    const QuantityMap kernel = captured_quantities(run, b, h);
+    const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e);
     std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];
     for (std::size_t i : traced) {
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
       const HeadSpot spot{b, h, results[i].col_offset, is_row_quantity(out.quantity)};
-      const OutputComparison m = compare_output(in, shape, graph, e2e, kernel, stage, out, spot, judged_by);
+      const OutputComparison m = compare_output(in, inputs.problem, graph, e2e, kernel, stage, out, spot, judged_by);
       mine.push_back({m.end_to_end, m.local});
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
@@ -151,11 +174,12 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
       const HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
-      const MatrixR k = head_matrix(c.tensor, b, h) * out.value_scale;
-      HeadMetrics m{compare_head(spot, k, e2e.at(key_of(stage, out)), out.dtype, judged_by), Metrics{}};
+      const Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
+      const MatrixR k = (head_matrix(c.tensor, b, h) * out.value_scale).topLeftCorner(e.rows, e.cols);
+      HeadMetrics m{compare_head(spot, k, top_left(e2e.at(key_of(stage, out)), e), out.dtype, judged_by), Metrics{}};
       if (twins[n]) {
-        const Bounded twin = Bounded::exact(head_matrix(twins[n]->tensor, b, h) * out.value_scale, out.dtype);
-        m.local = compare_head(spot, k, twin, out.dtype, judged_by);
+        const MatrixR twin = (head_matrix(twins[n]->tensor, b, h) * out.value_scale).topLeftCorner(e.rows, e.cols);
+        m.local = compare_head(spot, k, Bounded::exact(twin, out.dtype), out.dtype, judged_by);
       }
       mine.push_back(m);
     }

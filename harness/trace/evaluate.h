@@ -15,16 +15,20 @@ struct OutputReferences {
   HostTensor end_to_end, end_to_end_bound, end_to_end_tight, local, local_bound, local_tight;
 };
 
-// Head (b, h) of every stage output the run captured on the host, exact, in FP64.
-QuantityMap captured_quantities(const TraceRun& run, std::int64_t b, std::int64_t h);
+// Head (b, h) of every stage output the run captured on the host, exact, in FP64: the
+// kernel's values where they exist (stages/stage.h, existing_extent), the end-to-end
+// reference's `e2e` elsewhere, so that nothing past a sequence's lengths (never written by a
+// kernel that reads the packed layout) reaches a stage-local reference of a row that exists.
+QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
+                                const QuantityMap& e2e);
 
-// One head's comparison of one stage output: `kernel` holds the head's captured outputs
-// (exact, in their stored formats), `e2e` its end-to-end reference.
+// One head's comparison of one stage output, over the part that exists: `kernel` holds the
+// head's captured outputs (captured_quantities), `e2e` its end-to-end reference.
 struct OutputComparison {
   Metrics end_to_end, local;
   Bounded end_to_end_reference, local_reference;
 };
-OutputComparison compare_output(const HeadInputs& in, const Shape& shape, const StageGraph& graph,
+OutputComparison compare_output(const HeadInputs& in, const Problem& problem, const StageGraph& graph,
                                 const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
                                 const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by);
 

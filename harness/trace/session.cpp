@@ -48,7 +48,7 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
   const cudaStream_t s = gpu ? stream->get() : nullptr;
 
   Workspace workspace(gpu);
-  CaptureTap tap(run.graph, inputs.problem.shape, copy_to_host, s);
+  CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
   run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu);
   run.captured = std::move(tap.results());
   run.buffer_names = names_of(workspace);
@@ -64,7 +64,7 @@ ProductionRun run_production(Implementation& impl, const AttentionInputs& inputs
   const cudaStream_t s = gpu ? stream->get() : nullptr;
 
   Workspace workspace(gpu);
-  CaptureTap tap(graph, inputs.problem.shape, true, s, true);
+  CaptureTap tap(graph, inputs.problem, true, s, true);
   run.error = run_once(impl, inputs, device, workspace, tap, false, nullptr, s, gpu);
   for (Captured& c : tap.results()) {
     if (is_result(graph.stages[c.stage].outputs[c.output].quantity)) run.results.push_back(std::move(c));

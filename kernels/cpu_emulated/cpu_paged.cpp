@@ -1,6 +1,8 @@
 // cpu-emulated-paged: online softmax over pages of keys on the CPU, staged as the cuBLASLt
 // paged implementation is: per page qk, softmax (p~ in the input format, running max and
-// sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize.
+// sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize and the
+// lse. It reads the inputs as FlashAttention's varlen and KV-cache kernels do: packed q, k, v
+// at their cu_seqlens offsets, K and V from the paged cache through the block table.
 #include <algorithm>
 
 #include "core/parallel.h"
@@ -8,6 +10,7 @@
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
+#include "kernels/cpu_emulated/head_reader.h"
 #include "reference/attention.h"
 
 namespace fc {
@@ -19,13 +22,13 @@ class CpuPaged final : public Implementation {
  public:
   std::string name() const override { return "cpu-emulated-paged"; }
   std::string summary() const override {
-    return "CPU, online softmax over pages of 64 keys: rescale and accumulate per page, normalize at the end; "
-           "no GPU needed";
+    return "CPU, online softmax over pages of 64 keys: rescale and accumulate per page, normalize and lse at the end; "
+           "reads packed (varlen) q, k, v and the paged KV cache; no GPU needed";
   }
   bool on_gpu() const override { return false; }
   std::vector<std::string> faults() const override {
-    return {"first-page-rescale", "beta-first-page", "stale-scores", "no-max-subtract", "masked-row-nan",
-            "production-epilogue-scale"};
+    return {"first-page-rescale", "beta-first-page",   "stale-scores",       "no-max-subtract",
+            "masked-row-nan",     "varlen-cu-seqlens", "block-table-stride", "production-epilogue-scale"};
   }
 
   StageGraph stage_graph(const Problem& p) const override {
@@ -33,6 +36,7 @@ class CpuPaged final : public Implementation {
     o.page_width = kPageWidth;
     o.rescale_first_page = faulty("first-page-rescale");
     o.accumulate_first_page = faulty("beta-first-page");
+    o.lse = true;
     return paged_stage_graph(p, o);
   }
 
@@ -47,6 +51,7 @@ class CpuPaged final : public Implementation {
     rescale_ = &ws.allocate("rescale", DType::f32, rows);
     acc_ = &ws.allocate("acc", DType::f32, rows * s.head_dim);
     out_ = &ws.allocate("output", p.dtype, rows * s.head_dim);
+    lse_ = &ws.allocate("lse", DType::f32, rows);
   }
 
   void run(RunContext& ctx) override {
@@ -58,9 +63,12 @@ class CpuPaged final : public Implementation {
     const StageGraph graph = stage_graph(in.problem);
     const std::vector<PageStages> stages = page_stages(graph);
     const std::int64_t pages = static_cast<std::int64_t>(stages.size());
-    // Each head's inputs in FP64 once, not once per page.
+    emu::ReadFaults read_faults;
+    read_faults.q_offsets_from_k = faulty("varlen-cu-seqlens");
+    read_faults.table_stride = faulty("block-table-stride");
+    const emu::HeadReader reader(in, true, read_faults);
     std::vector<HeadInputs> head(static_cast<std::size_t>(heads));
-    parallel_for(heads, [&](std::int64_t bh) { head[static_cast<std::size_t>(bh)] = head_inputs(in, bh / s.heads, bh % s.heads); });
+    parallel_for(heads, [&](std::int64_t bh) { head[static_cast<std::size_t>(bh)] = reader.head(bh / s.heads, bh % s.heads); });
 
     for (std::int64_t j = 0; j < pages; ++j) {
       const PageStages& st = stages[static_cast<std::size_t>(j)];
@@ -114,13 +122,17 @@ class CpuPaged final : public Implementation {
       const MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
       const MatrixR l = emu::read_block(*sum_, bh, s.q_len, 1);
       emu::write_block(*out_, bh, emu::normalize(acc, l, io) * output_scale);
+      emu::write_block(*lse_, bh, emu::lse(emu::read_block(*max_, bh, s.q_len, 1), l, DType::f32));
     });
-    if (ctx.tap) ctx.tap->capture(graph.stages.size() - 1, 0, out_->view(acc_dims));
+    if (ctx.tap) {
+      ctx.tap->capture(graph.stages.size() - 1, 0, out_->view(acc_dims));
+      ctx.tap->capture(graph.stages.size() - 1, 1, lse_->view(rows));
+    }
   }
 
  private:
   Buffer *scores_ = nullptr, *p_tilde_ = nullptr, *max_ = nullptr, *sum_ = nullptr, *rescale_ = nullptr;
-  Buffer *acc_ = nullptr, *out_ = nullptr;
+  Buffer *acc_ = nullptr, *out_ = nullptr, *lse_ = nullptr;
 };
 
 }  // namespace
