@@ -24,8 +24,17 @@ double eta(DType t) { return kSafetyFactor * min_subnormal(t) / 2; }
 // (a few ulp). docs/error-model.md, "exp".
 double exp_rel_error(double x) { return (4.0 + 4.0 * std::fabs(x)) * kAccU; }
 
-// Unit roundoff of one addition of the stage's fp32 accumulation.
-double accumulation_unit(const Arithmetic& a) { return a.tensor_cores ? 2 * kAccU : kAccU; }
+// Unit roundoff of one addition of the stage's matmul accumulation (fp32 unless declared).
+double accumulation_unit(const Arithmetic& a) {
+  const double u = unit_roundoff(a.accumulate);
+  return a.tensor_cores ? 2 * u : u;
+}
+
+// Absolute floor of one accumulation step: kAccEta in fp32; a narrower accumulator may
+// flush below its smallest normal number.
+double accumulation_floor(const Arithmetic& a) {
+  return a.accumulate == DType::f32 ? kAccEta : std::max(kAccEta, min_normal(a.accumulate));
+}
 
 // |x| as the accumulation sees it: a tensor core aligns products by their operands'
 // exponents, and a subnormal operand counts with the smallest normal exponent of the
@@ -85,7 +94,7 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   out.format = a.out;
   out.bound.resize(s.rows(), s.cols());
   const double u_out = unit_roundoff(a.out), u_acc = accumulation_unit(a);
-  const double underflow = (d + 1) * kAccEta * std::max(1.0, in.scale);
+  const double underflow = (d + 1) * accumulation_floor(a) * std::max(1.0, in.scale);
   for (Eigen::Index r = 0; r < s.rows(); ++r) {
     for (Eigen::Index c = 0; c < s.cols(); ++c) {
       const double v = s(r, c);
@@ -262,7 +271,7 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
     accumulated += acc->value.cwiseAbs();
     propagated += acc->bound;
   }
-  const double underflow = n * kAccEta;
+  const double underflow = n * accumulation_floor(a);
   const Eigen::RowVectorXd operand_floor = eta_p * v_abs.colwise().sum();
   out.bound = propagated.array() +
               kSafetyFactor * ((n + 2) * accumulation_unit(a) * accumulated.array() + u_p * magnitude.array() +
@@ -356,6 +365,37 @@ Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded
     }
   }
   return out;
+}
+
+Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) {
+  if (lses.empty()) throw Error("reference: combine needs at least one lse");
+  const Eigen::Index rows = lses[0].value.rows();
+  const double splits = static_cast<double>(lses.size());
+  // As max + log(sum): log-sum-exp moves by at most the largest input error (it is
+  // 1-Lipschitz in the max norm), so the max carries that bound; the sum carries the exp
+  // error of each term and the T additions (docs/error-model.md, "combine").
+  Bounded max = Bounded::exact(MatrixR::Constant(rows, 1, -kInf), DType::f32);
+  Bounded sum = Bounded::exact(MatrixR::Zero(rows, 1), DType::f32);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    double top = -kInf, e_lse = 0;
+    for (const Bounded& l : lses) {
+      top = std::max(top, l.value(r, 0));
+      if (l.value(r, 0) != -kInf) e_lse = std::max(e_lse, l.bound(r, 0));
+    }
+    if (top == -kInf) continue;  // every split empty: lse -inf
+    double total = 0, exp_err = 0;
+    for (const Bounded& l : lses) {
+      if (l.value(r, 0) == -kInf) continue;
+      const double w = std::exp(l.value(r, 0) - top);
+      total += w;
+      exp_err += w * exp_rel_error(l.value(r, 0) - top);
+    }
+    max.value(r, 0) = top;
+    max.bound(r, 0) = e_lse;
+    sum.value(r, 0) = total;
+    sum.bound(r, 0) = kSafetyFactor * (exp_err + splits * kAccU * total + splits * kAccEta);
+  }
+  return eval_lse(max, sum, a);
 }
 
 }  // namespace fc

@@ -23,10 +23,12 @@ namespace fc {
 // The one safety factor on rounding terms (docs/error-model.md, "The constant c").
 inline constexpr double kSafetyFactor = 2.0;
 
-// How a stage computes. Accumulation is fp32 in every kernel of this project.
+// How a stage computes. Accumulation is fp32 in every kernel of this project; a captured
+// output (`check --arithmetic`) may declare an fp16 accumulator for its matmuls.
 struct Arithmetic {
   DType out = DType::f32;      // format the stage stores its main result in
   DType operand = DType::f32;  // format matrix operands are rounded to inside the stage
+  DType accumulate = DType::f32;  // format the qk and pv matmuls accumulate in
   // Products summed by tensor cores (HMMA): their fp32 accumulation aligns to the largest
   // exponent and truncates, up to 2u an addition instead of IEEE round-to-nearest's u, and
   // a subnormal operand is aligned as if it were the smallest normal number of `operand`
@@ -84,5 +86,9 @@ Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a);
 // key is masked (lse = -inf) has weight 0.
 Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
                      const Arithmetic& a);
+
+// The log-sum-exp of the combined row from the splits' lse: max + log(sum exp(lse_t - max)),
+// -inf when every split is empty.
+Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a);
 
 }  // namespace fc

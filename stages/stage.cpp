@@ -31,12 +31,13 @@ const char* quantity_name(Quantity q) {
     case Quantity::output: return "output";
     case Quantity::partial_output: return "partial_output";
     case Quantity::partial_lse: return "partial_lse";
+    case Quantity::lse: return "lse";
   }
   return "?";
 }
 
 bool is_row_quantity(Quantity q) {
-  return q == Quantity::row_max || q == Quantity::row_sum || q == Quantity::partial_lse;
+  return q == Quantity::row_max || q == Quantity::row_sum || q == Quantity::partial_lse || q == Quantity::lse;
 }
 
 std::string Stage::name() const {
@@ -115,7 +116,8 @@ Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& st
     case Quantity::probs: return {shape.batch, shape.heads, shape.q_len, shape.kv_len};
     case Quantity::row_max:
     case Quantity::row_sum:
-    case Quantity::partial_lse: return rows;
+    case Quantity::partial_lse:
+    case Quantity::lse: return rows;
     case Quantity::rescaled_acc:
     case Quantity::acc:
     case Quantity::output:

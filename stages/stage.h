@@ -29,6 +29,7 @@ enum class Quantity : std::uint8_t {
   output,          // [B,H,Sq,D]     attention output (normalized)
   partial_output,  // [B,H,Sq,D]     one split's normalized output
   partial_lse,     // [B,H,Sq]       one split's log-sum-exp
+  lse,             // [B,H,Sq]       the final log-sum-exp of each row (-inf: no key)
 };
 const char* quantity_name(Quantity q);
 bool is_row_quantity(Quantity q);

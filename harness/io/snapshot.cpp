@@ -15,7 +15,7 @@ const StageKind kKinds[] = {StageKind::qk,        StageKind::softmax, StageKind:
                             StageKind::normalize, StageKind::lse,     StageKind::combine};
 const Quantity kQuantities[] = {Quantity::scores,       Quantity::probs,  Quantity::p_tilde, Quantity::row_max,
                                 Quantity::row_sum,      Quantity::rescaled_acc, Quantity::acc, Quantity::output,
-                                Quantity::partial_output, Quantity::partial_lse};
+                                Quantity::partial_output, Quantity::partial_lse, Quantity::lse};
 
 const char* algorithm_name(Algorithm::Kind k) {
   switch (k) {

@@ -40,23 +40,28 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
       map[{Quantity::row_max}] = f.softmax.max;
       map[{Quantity::row_sum}] = f.softmax.sum;
       map[{Quantity::output}] = f.out;
+      map[{Quantity::lse}] = eval_lse(f.softmax.max, f.softmax.sum, a.lse);
       break;
     }
     case Algorithm::Kind::blocked: {
       const BlockedReference b = blocked_reference(in, 0, shape.kv_len, graph.algorithm.tile_width, a);
       add_tiles(map, b, -1);
       map[{Quantity::output}] = b.out;
+      map[{Quantity::lse}] = b.lse;
       break;
     }
     case Algorithm::Kind::split: {
       const SplitReference s = split_reference(in, graph.algorithm.splits, graph.algorithm.tile_width, a);
+      std::vector<Bounded> lses;
       for (std::size_t t = 0; t < s.splits.size(); ++t) {
         const int split = static_cast<int>(t);
         add_tiles(map, s.splits[t], split);
         map[{Quantity::partial_output, split}] = s.splits[t].out;
         map[{Quantity::partial_lse, split}] = s.splits[t].lse;
+        lses.push_back(s.splits[t].lse);
       }
       map[{Quantity::output}] = s.out;
+      map[{Quantity::lse}] = eval_combine_lse(lses, a.lse);
       break;
     }
   }
@@ -138,6 +143,22 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
       const Bounded sum = input(Quantity::row_sum, split, last);
       if (output.quantity == Quantity::partial_lse) return eval_lse(input(Quantity::row_max, split, last), sum, a.lse);
       return eval_normalize(input(Quantity::acc, split, last), sum, a.normalize);
+    }
+    case Quantity::lse: {
+      switch (graph_.algorithm.kind) {
+        case Algorithm::Kind::full: return eval_lse(input(Quantity::row_max, -1, -1), input(Quantity::row_sum, -1, -1), a.lse);
+        case Algorithm::Kind::blocked: {
+          const int last = last_tile(-1);
+          if (last < 0) return e2e_.at({Quantity::lse});
+          return eval_lse(input(Quantity::row_max, -1, last), input(Quantity::row_sum, -1, last), a.lse);
+        }
+        case Algorithm::Kind::split: {
+          std::vector<Bounded> lses;
+          for (int t = 0; t < graph_.algorithm.splits; ++t) lses.push_back(input(Quantity::partial_lse, t, -1));
+          return eval_combine_lse(lses, a.lse);
+        }
+      }
+      break;
     }
     case Quantity::output: {
       switch (graph_.algorithm.kind) {
