@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
 
@@ -81,6 +82,17 @@ int run_cli(int argc, char** argv) {
   ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
 
   CLI::App* list = app.add_subcommand("list", "list the implementations built into this binary");
+
+  CheckCommand check;
+  check.command_line = trace.command_line;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "judge a kernel's captured outputs (out, lse, intermediates) against the FP64 reference under the "
+               "bounds of its arithmetic: INPUTS [OUTPUT], or several captures or folders of them, in parallel");
+  check_cmd->add_option("files", check.paths, "captures (.npz or .h5: q, k, v and out, lse, ...; docs/check.md)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  check_cmd->add_option("--arithmetic", check.arithmetic, "how the kernel computes: " + arithmetic_help());
+  add_report_options(*check_cmd, check.reports, "capture");
 
   ReplayCommand replay;
   replay.command_line = trace.command_line;
@@ -176,6 +188,7 @@ int run_cli(int argc, char** argv) {
   try {
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();
+    if (check_cmd->parsed()) return run_check(check);
     if (describe_cmd->parsed()) return run_describe(describe);
     if (replay_cmd->parsed()) return run_replay(replay);
     if (diff_cmd->parsed()) return run_diff(diff);
