@@ -28,8 +28,10 @@ std::int32_t plugin_dtype_of(DType dtype) {
 
 PluginLibrary::PluginLibrary(std::string path) : path_(std::move(path)) {
   const std::string where = "--plugin " + path_;
-  // Loading runs the library's constructors: plugin code.
-  guarded(who(), "loading", [&] { handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL); });
+  // Loading runs the library's constructors: plugin code. RTLD_NODELETE: closing the handle
+  // leaves the code mapped, so that a CUDA runtime linked into the plugin is never torn down
+  // before the process ends, behind the harness's own.
+  guarded(who(), "loading", [&] { handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE); });
   if (!handle_) {
     const char* why = dlerror();
     throw Error(where + ": cannot load: " + (why ? why : "dlopen failed"));
