@@ -72,12 +72,15 @@ class Backends:
 
     def __init__(self, torch):
         self.torch = torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # PyTorch 2.3 and later
         self.sdpa_kernel = sdpa_kernel
-        self.kinds = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-                      "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}
+        names = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "math": "MATH"}
+        self.kinds = {b: getattr(SDPBackend, n) for b, n in names.items() if hasattr(SDPBackend, n)}
 
     def output(self, backend, q, k, v, mask, causal):
+        if backend not in self.kinds:
+            raise RuntimeError(f"this PyTorch has no {backend} backend")
         F = self.torch.nn.functional
         with self.sdpa_kernel([self.kinds[backend]]), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no kernel available" warnings: we report the refusal
@@ -189,6 +192,12 @@ def main():
     except ImportError:
         print("check_torch_sdpa: PyTorch is not installed", file=sys.stderr)
         return 2
+    try:
+        import torch.nn.attention  # noqa: F401
+    except ImportError:
+        print(f"check_torch_sdpa: torch {torch.__version__} has no torch.nn.attention.sdpa_kernel (2.3 and later)",
+              file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("check_torch_sdpa: no CUDA device", file=sys.stderr)
         return 2
@@ -203,6 +212,9 @@ def main():
     stats = run_backends(args, torch, args.out)
     print(f"captured {sum(s['captured'] for s in stats.values())} outputs in {time.time() - start:.0f} s")
     folders = [os.path.join(args.out, b) for b in args.backends if stats[b]["captured"]]
+    if not folders:
+        print("check_torch_sdpa: no backend ran any case", file=sys.stderr)
+        return 2
     report = args.json or os.path.join(args.out, "check.json")
     start = time.time()
     with open(os.path.join(args.out, "check.txt"), "w") as log:

@@ -1,6 +1,7 @@
 #include "harness/check/captured.h"
 
 #include <cstring>
+#include <tuple>
 
 #include "core/error.h"
 
