@@ -91,7 +91,7 @@ TEST_CASE("a CPU plugin is listed, described and traced stage by stage on every 
   CHECK(contains(o.out, "test-cpu-plugin"));
 }
 
-TEST_CASE("a plugin's fault joins the matrix and is found where it declares; triage and fixtures run the plugin",
+TEST_CASE("a plugin's fault joins the matrix and is found where it declares, and triage and fixtures run the plugin",
           "[plugin]") {
   TempDir dir;
   const std::string p = " --plugin " + plugin("test_plugin");
