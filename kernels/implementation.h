@@ -4,6 +4,7 @@
 // poisons, and runs, calling the tap after each stage when one is given.
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,8 +70,13 @@ class Implementation {
   std::string fault_;
 };
 
-// Every implementation built into this binary, in a stable order.
+// Every implementation built into this binary, in a stable order, then those of the sources
+// added below.
 std::vector<std::unique_ptr<Implementation>> make_implementations();
+// Implementations from outside this binary (plugins: harness/plugin/): the registry asks each
+// source for its implementations whenever it lists them, after the built-in ones.
+using ImplementationSource = std::function<std::vector<std::unique_ptr<Implementation>>()>;
+void add_implementation_source(ImplementationSource source);
 std::unique_ptr<Implementation> make_implementation(const std::string& name);  // null if unknown
 // The implementations named, in the order given (all, when `names` is empty); an unknown name
 // is an Error "--impl 'NAME': unknown implementation (built: ...)".

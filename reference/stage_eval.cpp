@@ -37,8 +37,17 @@ double eta(DType t) { return kSafetyFactor * min_subnormal(t) / 2; }
 // (a few ulp). docs/error-model.md, "exp".
 double exp_rel_error(double x) { return (4.0 + 4.0 * std::fabs(x)) * kAccU; }
 
-// Unit roundoff of one addition of the stage's fp32 accumulation.
-double accumulation_unit(const Arithmetic& a) { return a.tensor_cores ? 2 * kAccU : kAccU; }
+// Unit roundoff of one addition of the stage's matmul accumulation (fp32 unless declared).
+double accumulation_unit(const Arithmetic& a) {
+  const double u = unit_roundoff(a.accumulate);
+  return a.tensor_cores ? 2 * u : u;
+}
+
+// Absolute floor of one accumulation step: kAccEta in fp32; a narrower accumulator may
+// flush below its smallest normal number.
+double accumulation_floor(const Arithmetic& a) {
+  return a.accumulate == DType::f32 ? kAccEta : std::max(kAccEta, min_normal(a.accumulate));
+}
 
 // A round-to-nearest error is modelled as independent and uniform within its bound b, hence
 // sub-Gaussian with variance proxy b^2/3: a sum of such errors exceeds lambda sqrt(sum b^2 / 3)
@@ -50,8 +59,9 @@ const double kRoundingSpread = kTightLambda / std::sqrt(3.0);
 // cores truncate, a biased error of at most 10u of the reach per block of 16 products, which
 // is counted in full.
 double accumulation_tight(double n, double reach, const Arithmetic& a) {
-  double t = kRoundingSpread * kAccU * std::sqrt(n) * reach;
-  if (a.tensor_cores) t += kSafetyFactor * 10 * kAccU * std::ceil(n / 16) * reach;
+  const double u = unit_roundoff(a.accumulate);
+  double t = kRoundingSpread * u * std::sqrt(n) * reach;
+  if (a.tensor_cores) t += kSafetyFactor * 10 * u * std::ceil(n / 16) * reach;
   return t;
 }
 
@@ -179,7 +189,7 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
 
   Bounded out = sized_like(s, a.out);
   const double u_out = unit_roundoff(a.out), u_acc = accumulation_unit(a);
-  const double underflow = (d + 1) * kAccEta * std::max(1.0, in.scale);
+  const double underflow = (d + 1) * accumulation_floor(a) * std::max(1.0, in.scale);
   for (Eigen::Index r = 0; r < s.rows(); ++r) {
     for (Eigen::Index c = 0; c < s.cols(); ++c) {
       const double v = s(r, c);
@@ -414,7 +424,7 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
   // A range of keys summed in any contiguous order is a difference of two prefixes.
   const MatrixR range = 2 * reach;
 
-  const double underflow = n * kAccEta;
+  const double underflow = n * accumulation_floor(a);
   const Eigen::RowVectorXd operand_floor = eta_p * v_abs.colwise().sum();
   const MatrixR single = u_out * out.value.cwiseAbs().array() + underflow;  // the final rounding
 
@@ -580,5 +590,6 @@ Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) 
   cap_tight(out);
   return out;
 }
+
 
 }  // namespace fc

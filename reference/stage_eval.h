@@ -29,10 +29,12 @@ inline constexpr double kSafetyFactor = 2.0;
 // 2 exp(-lambda^2 / 2) = 3.9e-22 (docs/error-model.md, "The tight bound").
 inline constexpr double kTightLambda = 10.0;
 
-// How a stage computes. Accumulation is fp32 in every kernel of this project.
+// How a stage computes. Accumulation is fp32 in every kernel of this project; a captured
+// output (`check --arithmetic`) may declare an fp16 accumulator for its matmuls.
 struct Arithmetic {
   DType out = DType::f32;      // format the stage stores its main result in
   DType operand = DType::f32;  // format matrix operands are rounded to inside the stage
+  DType accumulate = DType::f32;  // format the qk and pv matmuls accumulate in
   // Products summed by tensor cores (HMMA): their fp32 accumulation aligns to the largest
   // exponent and truncates, up to 2u an addition instead of IEEE round-to-nearest's u, and
   // a subnormal operand is aligned as if it were the smallest normal number of `operand`

@@ -31,20 +31,13 @@ Then:
 forms, and `--demo-features DIR` one with GQA, a sliding window, softcap, ALiBi, packed
 varlen sequences and a paged KV cache.
 """
+import os
 import sys
 
 import numpy as np
 
-
-def _as_array(t):
-    """numpy array of a torch tensor or array; bfloat16 as uint16 bits. Returns (array, is_bf16)."""
-    if hasattr(t, "detach"):  # torch.Tensor
-        t = t.detach().cpu().contiguous()
-        if str(t.dtype) == "torch.bfloat16":
-            import torch
-            return t.view(torch.int16).numpy().view(np.uint16), True
-        return t.numpy(), False
-    return np.ascontiguousarray(t), False
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from flashcore_capture import capture  # noqa: E402  (the one writer of reports and captures)
 
 
 def _int32(x):

@@ -5,8 +5,11 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
+#include "harness/plugin/crash_guard.h"
+#include "harness/plugin/plugins.h"
 
 namespace fc {
 namespace {
@@ -93,7 +96,18 @@ int run_cli(int argc, char** argv) {
   ref->add_option("--page-width", reference.page_width, "also write the online-softmax quantities per page of this width");
   ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
 
-  CLI::App* list = app.add_subcommand("list", "list the implementations built into this binary");
+  CLI::App* list = app.add_subcommand("list", "list the implementations (built in and from plugins) and the faults");
+
+  CheckCommand check;
+  check.command_line = trace.command_line;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "judge a kernel's captured outputs (out, lse, intermediates) against the FP64 reference under the "
+               "bounds of its arithmetic: INPUTS [OUTPUT], or several captures or folders of them, in parallel");
+  check_cmd->add_option("files", check.paths, "captures (.npz or .h5: q, k, v and out, lse, ...; docs/check.md)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  check_cmd->add_option("--arithmetic", check.arithmetic, "how the kernel computes: " + arithmetic_help());
+  add_report_options(*check_cmd, check.reports, "capture");
 
   ReplayCommand replay;
   replay.command_line = trace.command_line;
@@ -184,6 +198,14 @@ int run_cli(int argc, char** argv) {
 
   CLI::App* version = app.add_subcommand("version", "print the version, build and device");
 
+  // Plugins are loaded before any command: the option is the program's and every command's.
+  std::vector<std::string> plugins;
+  const std::string plugin_help =
+      "load attention implementations from a plugin library (include/flashcore/plugin.h; repeatable; also "
+      "FLASHCORE_PLUGINS=PATH:PATH)";
+  CLI::Option* plugin_option = app.add_option("--plugin", plugins, plugin_help)->group("Plugins");
+  for (CLI::App* command : app.get_subcommands({})) command->add_option("--plugin", plugins, plugin_help)->group("Plugins");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -199,7 +221,7 @@ int run_cli(int argc, char** argv) {
   // silently ignored (`--inject X describe` describes the clean implementation).
   if (!app.get_subcommands().empty()) {
     for (const CLI::Option* option : app.get_options()) {
-      if (option->count() > 0) {
+      if (option->count() > 0 && option != plugin_option) {
         std::cerr << "flashcore-check: " << option->get_name() << " is an option of --trace, not of "
                   << app.get_subcommands().front()->get_name() << " (give the subcommand's options after its name)\n";
         return kExitUsage;
@@ -208,8 +230,10 @@ int run_cli(int argc, char** argv) {
   }
 
   try {
+    load_plugins(plugins);
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();
+    if (check_cmd->parsed()) return run_check(check);
     if (describe_cmd->parsed()) return run_describe(describe);
     if (replay_cmd->parsed()) return run_replay(replay);
     if (diff_cmd->parsed()) return run_diff(diff);
@@ -226,6 +250,9 @@ int run_cli(int argc, char** argv) {
     std::cerr << "flashcore-check: nothing to do: give --trace or a subcommand (see --help)\n";
     return kExitUsage;
   } catch (const Error& e) {
+    std::cerr << "flashcore-check: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const PluginFailure& e) {  // a plugin failed, threw or crashed: the process stops judging
     std::cerr << "flashcore-check: " << e.what() << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {  // a bug of ours: still one line, and files are cleaned up on the way out

@@ -84,6 +84,14 @@ int run_reference(const ReferenceCommand& command);
 
 int run_list();
 
+struct CheckCommand {
+  std::vector<std::string> paths;  // captures, or folders of them (harness/io/capture_file.h)
+  std::string arithmetic;          // --arithmetic (harness/check/arithmetic_spec.h)
+  ReportFiles reports;
+  std::string command_line;
+};
+int run_check(const CheckCommand& command);
+
 struct DescribeCommand {
   std::string impl;
   std::string inject;

@@ -1,6 +1,7 @@
 // flashcore-check faults: the detection matrix (every fault x every implementation that has
 // it: expected vs found stage, element and cause, and the same case run clean) and a sweep of
 // clean random cases; every figure as a count of what was run.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -43,7 +44,12 @@ int run_faults(const FaultsCommand& command) {
   }
   MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line};
   const std::vector<MatrixCell> cells = run_fault_matrix(options);
-  std::cout << std::left << std::setw(22) << "fault" << std::setw(20) << "implementation" << std::setw(40)
+  int fault_width = 22, impl_width = 20;  // plugins may bring longer names
+  for (const MatrixCell& c : cells) {
+    fault_width = std::max(fault_width, static_cast<int>(c.fault.size()) + 2);
+    impl_width = std::max(impl_width, static_cast<int>(c.impl.size()) + 2);
+  }
+  std::cout << std::left << std::setw(fault_width) << "fault" << std::setw(impl_width) << "implementation" << std::setw(40)
             << "expected" << std::setw(44) << "found" << "clean  result\n";
   int stage = 0, index = 0, cause = 0, clean = 0;
   std::vector<CaseResult> results;
@@ -53,7 +59,7 @@ int run_faults(const FaultsCommand& command) {
     index += c.index_ok;
     cause += c.cause_ok;
     clean += c.clean_ok();
-    std::cout << std::left << std::setw(22) << c.fault << std::setw(20) << c.impl << std::setw(40)
+    std::cout << std::left << std::setw(fault_width) << c.fault << std::setw(impl_width) << c.impl << std::setw(40)
               << expected_text(c.expected) << std::setw(44) << found_text(c) << std::setw(7)
               << (c.clean_ok() ? "pass" : "ALARM") << (c.ok() ? "ok" : "WRONG") << "\n";
     results.push_back(c.faulty);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "harness/check/captured.h"
 #include "harness/cli/commands.h"
 #include "harness/io/case_loader.h"
 #include "harness/io/snapshot.h"
@@ -65,16 +66,24 @@ int run_triage(const TriageCommand& command) {
   std::unique_ptr<DeviceInputs> device_inputs;
   std::vector<CaseResult> results;
   Implementation* first_failing = nullptr;
+  const auto report_one = [&](const CaseResult& r) {
+    std::cout << "  " << r.impl << ": " << verdict_name(r.verdict);
+    if (!r.reason.empty()) std::cout << " (" << r.reason << ")";
+    std::cout << "\n";
+    if (r.divergence) write_pinpoint(std::cout, *r.divergence);
+  };
+  // The output the user saw, when the report holds it: judged on the inputs as given.
+  const CaptureFile seen = read_capture_file(command.report);
+  if (!seen.outputs.empty()) {
+    std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, {});
+    results.push_back(judge_case(*captured, report.inputs, report.description, nullptr));
+    report_one(results.back());
+  }
   for (auto& impl : impls) {
     if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
     CaseResult r = judge_case(*impl, inputs, report.description, device_inputs.get(), command.judge);
-    std::cout << "  " << impl->name() << ": " << verdict_name(r.verdict);
-    if (!r.reason.empty()) std::cout << " (" << r.reason << ")";
-    std::cout << "\n";
-    if (r.divergence) {
-      write_pinpoint(std::cout, *r.divergence);
-      if (!first_failing) first_failing = impl.get();
-    }
+    report_one(r);
+    if (r.divergence && !first_failing) first_failing = impl.get();
     results.push_back(std::move(r));
   }
 

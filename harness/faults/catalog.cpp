@@ -196,8 +196,9 @@ Expectation expect_masked_row_nan(const AttentionInputs& in, const StageGraph& g
 
 }  // namespace
 
-const std::vector<FaultSpec>& fault_catalog() {
-  static const std::vector<FaultSpec> catalog = [] {
+namespace {
+std::vector<FaultSpec>& catalog_storage() {
+  static std::vector<FaultSpec> catalog = [] {
     std::vector<FaultSpec> c;
     const std::vector<std::string> paged{"cublaslt-paged", "cpu-emulated-paged"};
     const std::vector<std::string> lt{"cublaslt-paged", "cublaslt-splitk"};
@@ -399,6 +400,16 @@ const std::vector<FaultSpec>& fault_catalog() {
     return c;
   }();
   return catalog;
+}
+}  // namespace
+
+const std::vector<FaultSpec>& fault_catalog() { return catalog_storage(); }
+
+void add_faults(const std::vector<FaultSpec>& faults) {
+  for (const FaultSpec& f : faults) {
+    if (find_fault(f.id)) throw Error("fault '" + f.id + "' is already in the catalog");
+    catalog_storage().push_back(f);
+  }
 }
 
 const FaultSpec* find_fault(const std::string& id) {

@@ -53,11 +53,13 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
     }
     case Algorithm::Kind::split: {
       const SplitReference s = split_reference(in, graph.algorithm.splits, graph.algorithm.tile_width, a);
+      std::vector<Bounded> lses;
       for (std::size_t t = 0; t < s.splits.size(); ++t) {
         const int split = static_cast<int>(t);
         add_tiles(map, s.splits[t], split);
         map[{Quantity::partial_output, split}] = s.splits[t].out;
         map[{Quantity::partial_lse, split}] = s.splits[t].lse;
+        lses.push_back(s.splits[t].lse);
       }
       map[{Quantity::output}] = s.out;
       map[{Quantity::lse}] = s.lse;
