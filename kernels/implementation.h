@@ -40,6 +40,9 @@ class Implementation {
   virtual std::string name() const = 0;
   virtual std::string summary() const = 0;
   virtual bool on_gpu() const = 0;
+  // Whether an untraced run is a build of its own to judge beside the traced one (a captured
+  // output, `check`, has only what it captured).
+  virtual bool has_production_build() const { return true; }
   // Why this implementation cannot run the problem, if it cannot.
   virtual std::optional<std::string> unsupported(const Problem&) const { return std::nullopt; }
   virtual StageGraph stage_graph(const Problem& problem) const = 0;

@@ -27,6 +27,7 @@ class Captured final : public Implementation {
   std::string name() const override { return name_; }
   std::string summary() const override { return "outputs captured in " + source_; }
   bool on_gpu() const override { return false; }
+  bool has_production_build() const override { return false; }
   StageGraph stage_graph(const Problem&) const override { return graph_; }
 
   void prepare(const Problem&, Workspace& ws, bool) override {

@@ -250,6 +250,7 @@ class PluginImplementation final : public Implementation {
     state.on_device = on_gpu();
     const fc_tap tap{&state, capture};
     args.tap = ctx.tap ? &tap : nullptr;
+    args.trace_build = ctx.trace_build ? 1 : 0;
     const std::string fault = injected();
     args.fault = fault.c_str();
     char error[kErrorSize] = {};

@@ -53,7 +53,9 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
     return j;
   }
   j.run = run_traced(impl, inputs, device, true);
-  if (options.production && j.run.error.empty()) j.run.production = run_production(impl, inputs, device, j.run.graph);
+  if (options.production && impl.has_production_build() && j.run.error.empty()) {
+    j.run.production = run_production(impl, inputs, device, j.run.graph);
+  }
   j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, options);
   j.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return j;

@@ -196,6 +196,11 @@ typedef struct fc_run_args {
   void* stream;               /* the cudaStream_t to launch on (NULL for a CPU implementation) */
   const fc_tap* tap;          /* NULL: untraced (a benchmark): capture nothing */
   const char* fault;          /* "" clean, or the id of one of the implementation's faults */
+  /* With a tap: 1 when it wants every stage (the trace build); 0 when the harness judges the
+   * production build: launch what ships; only the results (output, lse, split partials) are
+   * kept, other captures are ignored. A plugin built against an older header never reads it
+   * (struct_size tells which fields a caller filled). */
+  int32_t trace_build;
 } fc_run_args;
 
 /* A bug planted in the implementation (`--inject ID`), and what `faults` must find. */
