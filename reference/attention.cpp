@@ -30,6 +30,22 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
   return head;
 }
 
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows) {
+  const Shape& s = in.problem.shape;
+  HeadInputs head;
+  const MatrixR q = head_matrix(in.q, b, h);
+  head.q.resize(static_cast<Eigen::Index>(rows.size()), q.cols());
+  for (std::size_t r = 0; r < rows.size(); ++r) head.q.row(static_cast<Eigen::Index>(r)) = q.row(rows[r]);
+  head.k = head_matrix(in.k, b, s.kv_head_of(h));
+  head.v = head_matrix(in.v, b, s.kv_head_of(h));
+  head.scale = in.problem.scale;
+  head.softcap = in.problem.softcap;
+  head.bias.resize(static_cast<Eigen::Index>(rows.size()), s.kv_len);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(static_cast<Eigen::Index>(r), j) = mask_bias(in.problem, b, h, rows[r], j);
+  return head;
+}
+
 ChainArithmetic nominal_arithmetic(DType io) {
   ChainArithmetic a;
   a.qk.operand = io;  // q and k are the products' operands, already in the input format

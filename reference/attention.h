@@ -17,6 +17,8 @@ namespace fc {
 // Query head h of batch b with its K/V head (GQA: h / group), the softcap and the bias of
 // every (row, key) from mask_bias.
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h);
+// Only the query rows `rows` (sorted) of the head: q and the bias of those rows.
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows);
 
 // The arithmetic of every stage of a chain (what an implementation declares).
 struct ChainArithmetic {

@@ -69,7 +69,7 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
       m.max_normalized_error = std::max(m.max_normalized_error, normalized);
       if (!over_tight && tight_normalized <= m.max_tight_error && m.worst) continue;
 
-      ElementReport e{{spot.b, spot.h, r, spot.per_row ? -1 : spot.col_offset + c}, k, x, bound, tight};
+      ElementReport e{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c}, k, x, bound, tight};
       if (over_tight && !m.first_failure) m.first_failure = e;
       if (over_worst && !m.first_worst_case_failure) m.first_worst_case_failure = e;
       if (!m.worst || tight_normalized > m.max_tight_error) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
@@ -64,6 +65,9 @@ struct HeadSpot {
   std::int64_t b = 0, h = 0;
   std::int64_t col_offset = 0;  // global index of the matrix's column 0 (a tile's first key)
   bool per_row = false;         // the matrix is a row quantity: report col -1
+  // The query rows the matrix's rows are (a row sample), or null: row r is row r.
+  const std::vector<std::int64_t>* rows = nullptr;
+  std::int64_t row_of(std::int64_t r) const { return rows ? (*rows)[static_cast<std::size_t>(r)] : r; }
 };
 
 // Compares one head's kernel values (as stored in `kernel_format`, converted to double).

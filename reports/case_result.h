@@ -73,6 +73,7 @@ struct CaseResult {
   std::string impl;
   CaseDescription description;
   std::string algorithm;
+  std::string coverage;  // which rows were compared, when not every row (--rows)
   Verdict verdict = Verdict::pass;
   std::string reason;  // for error and skipped
   std::vector<OutputResult> outputs;

@@ -144,7 +144,7 @@ void write_case(JsonWriter& j, const CaseResult& c) {
   j.field("dtype", dtype_name(d.dtype)).field("mask", d.mask).field("dist", d.dist).key("seed");
   if (d.seed) j.value(static_cast<std::int64_t>(*d.seed)); else j.null();
   j.field("scale", d.scale).field("source", d.source).end_object();
-  j.field("algorithm", c.algorithm).field("verdict", verdict_name(c.verdict)).field("reason", c.reason);
+  j.field("algorithm", c.algorithm).field("coverage", c.coverage.empty() ? std::string("every row") : c.coverage).field("verdict", verdict_name(c.verdict)).field("reason", c.reason);
   j.field("seconds", c.seconds);
   j.key("stages").begin_array();
   for (const OutputResult& r : c.outputs) write_output(j, r);

@@ -85,6 +85,7 @@ std::string index_string(const Index4& i) {
 
 void write_case_table(std::ostream& out, const CaseResult& result) {
   out << result.impl << " | " << result.description.label << " | " << result.algorithm << "\n";
+  if (!result.coverage.empty()) out << "  compared: " << result.coverage << "; flags cover every element\n";
   if (result.verdict == Verdict::error || result.verdict == Verdict::skipped) {
     out << "  " << verdict_name(result.verdict) << ": " << result.reason << "\n\n";
     return;

@@ -71,6 +71,9 @@ struct StageGraph {
   Algorithm algorithm;
   ChainArithmetic arithmetic;  // the arithmetic of each stage kind: the bounds follow from it
   std::vector<Stage> stages;   // in execution order
+  // Query rows one block of the kernel owns (0: no such blocks): a row sample (--rows)
+  // includes both sides of each block boundary.
+  std::int64_t query_tile = 0;
 
   std::size_t output_count() const;  // over all stages
 };

@@ -49,7 +49,7 @@ TEST_CASE("a clean run judges its production build too, equal bit for bit to the
     CHECK(p->end_to_end.passed());
 
     const CaseResult without = judge_case(*impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed),
-                                          nullptr, JudgeOptions{BoundChoice::tight, false});
+                                          nullptr, JudgeOptions{BoundChoice::tight, false, {}});
     CHECK(production_row(without) == nullptr);
   }
 }

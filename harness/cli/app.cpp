@@ -73,6 +73,12 @@ int run_cli(int argc, char** argv) {
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
   add_bound_option(app, trace.judge);
+  app.add_option_function<std::string>(
+         "--rows", [&trace](const std::string& v) { trace.judge.rows = parse_rows(v); },
+         "query rows compared: all (default), N a head (first and last, block and tile boundaries, rows where "
+         "a flat offset crosses 2^16/2^31/2^32, the rest spread evenly) or a list r1,r2,...; flags cover every "
+         "element")
+      ->group("Judging");
   add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
                  "write each case to an HDF5 snapshot (FILE, or FILE's stem + .IMPL.N.h5 for several)")

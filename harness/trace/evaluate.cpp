@@ -52,6 +52,23 @@ Bounded top_left(const Bounded& b, const Extent& e) {
   return out;
 }
 
+MatrixR rows_of(const MatrixR& m, const std::vector<std::int64_t>& rows) {
+  MatrixR out(static_cast<Eigen::Index>(rows.size()), m.cols());
+  for (std::size_t r = 0; r < rows.size(); ++r) out.row(static_cast<Eigen::Index>(r)) = m.row(rows[r]);
+  return out;
+}
+
+// Writes the rows of m into head (b, h) of t: every row, or those of a sample.
+void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows, const MatrixR& m) {
+  if (!rows) {
+    set_head(t, b, h, m);
+    return;
+  }
+  MatrixR whole = head_matrix(t, b, h);
+  for (std::size_t r = 0; r < rows->size(); ++r) whole.row((*rows)[r]) = m.row(static_cast<Eigen::Index>(r));
+  set_head(t, b, h, whole);
+}
+
 MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Extent& e) {
   if (e.rows == kernel.rows() && e.cols == kernel.cols()) return kernel;
   MatrixR m = reference;
@@ -77,15 +94,19 @@ void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head
 }  // namespace
 
 QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
-                                const QuantityMap& e2e) {
+                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows) {
   QuantityMap kernel;
   for (const Captured& c : run.captured) {
     if (!comparable(c)) continue;
     const Stage& stage = run.graph.stages[c.stage];
     const StageOutput& out = stage.outputs[c.output];
     const QuantityKey key = key_of(stage, out);
-    const Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
-    const MatrixR values = head_matrix(c.tensor, b, h) * out.value_scale;
+    Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
+    MatrixR values = head_matrix(c.tensor, b, h) * out.value_scale;
+    if (rows) {
+      values = rows_of(values, *rows);
+      extent.rows = static_cast<std::int64_t>(rows->size());  // a sample holds existing rows only
+    }
     kernel[key] = Bounded::exact(within_extent(values, e2e.at(key).value, extent), out.dtype);
   }
   return kernel;
@@ -100,7 +121,8 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
   c.local_reference =
       LocalReference(in, problem.shape, graph, e2e, kernel, problem.kv_len_of(spot.b)).evaluate(stage, output);
   // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
-  const Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
+  Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
+  if (spot.rows) e.rows = static_cast<std::int64_t>(spot.rows->size());  // a sample holds existing rows only
   const MatrixR kept = kernel.at(key).value.topLeftCorner(e.rows, e.cols);
   c.end_to_end = compare_head(spot, kept, top_left(c.end_to_end_reference, e), output.dtype, judged_by);
   c.local = compare_head(spot, kept, top_left(c.local_reference, e), output.dtype, judged_by);
@@ -108,7 +130,8 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 }
 
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
-                                           std::vector<OutputReferences>* references, BoundChoice judged_by) {
+                                           std::vector<OutputReferences>* references, BoundChoice judged_by,
+                                           const RowSample* sample) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
@@ -148,38 +171,59 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
   std::vector<std::vector<HeadMetrics>> per_head(static_cast<std::size_t>(heads));
   parallel_for(heads, [&](std::int64_t bh) {
     const std::int64_t b = bh / shape.heads, h = bh % shape.heads;
-    const HeadInputs in = head_inputs(inputs, b, h);
-    const QuantityMap e2e = end_to_end_reference(in, shape, graph);
-    const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e);
     std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];
+    // A row sample: this head's sampled rows that exist (varlen: rows past its sequence do not).
+    std::vector<std::int64_t> sampled;
+    const std::vector<std::int64_t>* rows = nullptr;
+    if (sample && !sample->all) {
+      for (std::int64_t r : sample->per_head[static_cast<std::size_t>(bh)]) {
+        if (r < inputs.problem.q_len_of(b)) sampled.push_back(r);
+      }
+      rows = &sampled;
+      if (sampled.empty()) {  // nothing of this head judged
+        mine.assign(traced.size() + produced.size(), HeadMetrics{});
+        return;
+      }
+    }
+    const HeadInputs in = rows ? head_inputs(inputs, b, h, *rows) : head_inputs(inputs, b, h);
+    const QuantityMap e2e = end_to_end_reference(in, shape, graph);
+    const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows);
     for (std::size_t i : traced) {
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
-      const HeadSpot spot{b, h, results[i].col_offset, is_row_quantity(out.quantity)};
+      HeadSpot spot{b, h, results[i].col_offset, is_row_quantity(out.quantity)};
+      spot.rows = rows;
       const OutputComparison m = compare_output(in, inputs.problem, graph, e2e, kernel, stage, out, spot, judged_by);
       mine.push_back({m.end_to_end, m.local});
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
-        set_head(refs.end_to_end, b, h, m.end_to_end_reference.value);
-        set_head(refs.end_to_end_bound, b, h, m.end_to_end_reference.bound);
-        set_head(refs.end_to_end_tight, b, h, m.end_to_end_reference.tight);
-        set_head(refs.local, b, h, m.local_reference.value);
-        set_head(refs.local_bound, b, h, m.local_reference.bound);
-        set_head(refs.local_tight, b, h, m.local_reference.tight);
+        set_rows(refs.end_to_end, b, h, rows, m.end_to_end_reference.value);
+        set_rows(refs.end_to_end_bound, b, h, rows, m.end_to_end_reference.bound);
+        set_rows(refs.end_to_end_tight, b, h, rows, m.end_to_end_reference.tight);
+        set_rows(refs.local, b, h, rows, m.local_reference.value);
+        set_rows(refs.local_bound, b, h, rows, m.local_reference.bound);
+        set_rows(refs.local_tight, b, h, rows, m.local_reference.tight);
       }
     }
     for (std::size_t n = 0; n < produced.size(); ++n) {
       const Captured& c = run.production.results[produced[n]];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
-      const HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
-      const Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
-      const MatrixR k = (head_matrix(c.tensor, b, h) * out.value_scale).topLeftCorner(e.rows, e.cols);
+      HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
+      spot.rows = rows;
+      Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
+      MatrixR k = head_matrix(c.tensor, b, h) * out.value_scale;
+      MatrixR twin = twins[n] ? MatrixR(head_matrix(twins[n]->tensor, b, h) * out.value_scale) : MatrixR();
+      if (rows) {
+        k = rows_of(k, *rows);
+        if (twins[n]) twin = rows_of(twin, *rows);
+        e.rows = static_cast<std::int64_t>(rows->size());
+      }
+      k = k.topLeftCorner(e.rows, e.cols).eval();
       HeadMetrics m{compare_head(spot, k, top_left(e2e.at(key_of(stage, out)), e), out.dtype, judged_by), Metrics{}};
       if (twins[n]) {
-        const MatrixR twin = (head_matrix(twins[n]->tensor, b, h) * out.value_scale).topLeftCorner(e.rows, e.cols);
-        m.local = compare_head(spot, k, Bounded::exact(twin, out.dtype), out.dtype, judged_by);
+        m.local = compare_head(spot, k, Bounded::exact(twin.topLeftCorner(e.rows, e.cols), out.dtype), out.dtype, judged_by);
       }
       mine.push_back(m);
     }

@@ -3,6 +3,7 @@
 // by head in parallel, and folds the per-head metrics in (b, h, row, col) order.
 #include <vector>
 
+#include "harness/trace/row_sample.h"
 #include "harness/trace/session.h"
 #include "harness/trace/stage_reference.h"
 #include "reports/case_result.h"
@@ -19,8 +20,9 @@ struct OutputReferences {
 // kernel's values where they exist (stages/stage.h, existing_extent), the end-to-end
 // reference's `e2e` elsewhere, so that nothing past a sequence's lengths (never written by a
 // kernel that reads the packed layout) reaches a stage-local reference of a row that exists.
+// `rows`, when given: only those query rows (a row sample), in that order, as `e2e` holds them.
 QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
-                                const QuantityMap& e2e);
+                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows = nullptr);
 
 // One head's comparison of one stage output, over the part that exists: `kernel` holds the
 // head's captured outputs (captured_quantities), `e2e` its end-to-end reference.
@@ -32,9 +34,12 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
                                 const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
                                 const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by);
 
-// `references`, when given, receives one entry per captured output (for snapshots).
+// `references`, when given, receives one entry per captured output (for snapshots; rows
+// a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison
+// to its rows.
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
-                                           BoundChoice judged_by = BoundChoice::tight);
+                                           BoundChoice judged_by = BoundChoice::tight,
+                                           const RowSample* sample = nullptr);
 
 }  // namespace fc

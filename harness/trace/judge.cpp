@@ -35,7 +35,9 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   }
   std::vector<OutputReferences> own;
   std::vector<OutputReferences>& refs = references ? *references : own;
-  result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by);
+  const RowSample sample = sample_rows(inputs.problem, run.graph, options.rows);
+  result.coverage = sample.all ? "" : sample.coverage;
+  result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample);
   result.divergence = attribute(inputs, run, result.outputs, refs);
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;

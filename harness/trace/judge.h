@@ -15,6 +15,7 @@ CaseDescription describe_case(const AttentionInputs& inputs, const std::string& 
 struct JudgeOptions {
   BoundChoice judged_by = BoundChoice::tight;
   bool production = true;
+  RowSpec rows;  // which query rows are compared (--rows); every row by default
 };
 
 // Comparison and attribution of a finished run (live, or read from a snapshot).

@@ -82,7 +82,7 @@ Bounded LocalReference::input(Quantity q, int split, int tile) const {
 }
 
 Bounded LocalReference::initial_rows(double value) const {
-  return Bounded::exact(MatrixR::Constant(shape_.q_len, 1, value), DType::f32);
+  return Bounded::exact(MatrixR::Constant(in_.q.rows(), 1, value), DType::f32);
 }
 
 int LocalReference::last_tile(int split) const {
@@ -100,7 +100,7 @@ MatrixR LocalReference::value_rows(int split, int tile) const {
 Bounded LocalReference::rescaled_input(int split, int tile) const {
   const QuantityKey key{Quantity::rescaled_acc, split, tile};
   if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
-  if (tile == 0) return Bounded::exact(MatrixR::Zero(shape_.q_len, shape_.head_dim), DType::f32);
+  if (tile == 0) return Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32);
   return eval_rescale(input(Quantity::acc, split, tile - 1), input(Quantity::row_max, split, tile - 1),
                       input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
 }
@@ -128,7 +128,7 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
       return output.quantity == Quantity::row_max ? r.max : r.sum;
     }
     case Quantity::rescaled_acc: {
-      const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(shape_.q_len, shape_.head_dim), DType::f32)
+      const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32)
                                     : input(Quantity::acc, split, tile - 1);
       const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
       return eval_rescale(acc, prev_max, input(Quantity::row_max, split, tile), a.rescale);

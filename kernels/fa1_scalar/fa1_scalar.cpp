@@ -22,7 +22,9 @@ class Fa1Scalar final : public Implementation {
     return std::nullopt;
   }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, blocked_layout(p.shape, kFa1Keys), DType::f32, DType::f32, 1.0, false);
+    StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFa1Keys), DType::f32, DType::f32, 1.0, false);
+    g.query_tile = 64;  // a block's rows, one a thread
+    return g;
   }
   std::size_t trace_bytes(const Problem& p) const override {
     return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFa1Keys));

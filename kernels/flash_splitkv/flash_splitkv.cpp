@@ -36,7 +36,9 @@ class FlashSplitKv final : public Implementation {
   }
   std::optional<std::string> unsupported(const Problem& p) const override { return flash_unsupported(p); }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, layout(p.shape), DType::f32, p.dtype, kFlashLogScale, true, true);
+    StageGraph g = fused_stage_graph(p, layout(p.shape), DType::f32, p.dtype, kFlashLogScale, true, true);
+    g.query_tile = kFlashRows;
+    return g;
   }
   std::size_t trace_bytes(const Problem& p) const override { return FusedTraceBuffers::bytes(p, layout(p.shape)); }
   void prepare(const Problem& p, Workspace& ws, bool traced) override {

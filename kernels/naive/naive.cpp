@@ -22,7 +22,9 @@ class Naive final : public Implementation {
 
   StageGraph stage_graph(const Problem& p) const override {
     const bool fp16_scores = faulty("fp16-scores");
-    return full_stage_graph(p, {fp16_scores ? DType::f16 : DType::f32, fp16_scores ? p.scale : 1.0, DType::f32, false});
+    StageGraph g = full_stage_graph(p, {fp16_scores ? DType::f16 : DType::f32, fp16_scores ? p.scale : 1.0, DType::f32, false});
+    g.query_tile = 32;  // the 32 x 32 tiles of its kernels
+    return g;
   }
 
 

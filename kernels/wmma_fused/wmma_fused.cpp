@@ -34,7 +34,9 @@ class WmmaFused final : public Implementation {
     return std::nullopt;
   }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
+    StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
+    g.query_tile = kFlashRows;
+    return g;
   }
   std::size_t trace_bytes(const Problem& p) const override {
     return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));
