@@ -37,7 +37,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from flashcore_capture import capture  # noqa: E402  (the one writer of reports and captures)
+from flashcore_capture import _as_array  # noqa: E402  (torch or numpy to numpy, bfloat16 as its bits)
 
 
 def _int32(x):
