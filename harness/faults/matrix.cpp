@@ -47,13 +47,17 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       MatrixCell cell;
       cell.fault = spec.id;
       cell.impl = name;
-      cell.clean = judge_case(*impl, inputs, description, device.get());
+      const bool observed = static_cast<bool>(options.on_run);
+      const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed);
+      cell.clean = clean.result;
+      if (observed && !cell.clean_ok()) options.on_run(cell, inputs, clean, false);
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
       const bool snapshot = !options.snapshots.empty();
-      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot);
+      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed);
       cell.faulty = faulty.result;
       grade(cell);
+      if (observed) options.on_run(cell, inputs, faulty, true);
       if (snapshot && spec.keep_as_fixture) {
         SnapshotOptions s;
         s.kind = "fixture";
@@ -69,7 +73,8 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   return cells;
 }
 
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu) {
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu,
+                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence) {
   SweepResult sweep;
   std::vector<std::unique_ptr<Implementation>> all;
   for (auto& impl : make_implementations()) {
@@ -82,10 +87,13 @@ SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bo
     std::unique_ptr<DeviceInputs> device;
     for (auto& impl : all) {
       if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
-      const CaseResult r = judge_case(*impl, inputs, description, device.get());
+      const Judged judged = judge_case_keeping(*impl, inputs, description, device.get(), static_cast<bool>(on_divergence));
+      const CaseResult& r = judged.result;
       if (r.verdict == Verdict::skipped) continue;
       ++sweep.runs;
-      if (r.verdict != Verdict::pass) sweep.divergences.push_back(r);
+      if (r.verdict == Verdict::pass) continue;
+      sweep.divergences.push_back(r);
+      if (on_divergence) on_divergence(inputs, judged);
     }
     ++sweep.cases;
   }
