@@ -391,7 +391,7 @@ TEST_CASE("an HTML report of 64 heads x S 4096 stays under 20 MB", "[html][slow]
   CHECK(out.str().find("<script") == std::string::npos);
 }
 
-TEST_CASE("--html on trace, replay and faults writes one page with a section per judged run", "[html]") {
+TEST_CASE("trace, replay and faults with --html write one page with a section per judged run", "[html]") {
   const fs::path dir = fs::temp_directory_path() / ("fc_html_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -72,7 +72,7 @@ std::vector<HtmlImage> images_of(const HeatmapLayers& layers, HtmlImage base, st
     image.geometry = layers.geometry();
     image.png = layers.png(layer);
     image.count = layers.count(layer);
-    if (layer == marker_layer) {
+    if (layer == marker_layer && marker) {
       image.marker = marker;
     } else if (const auto at = layers.first(layer)) {
       image.marker = marker_at(at->first, at->second);
