@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -308,6 +309,35 @@ TEST_CASE("a row plot draws both series and ticks the rows where the kernel is n
   CHECK(svg.size() < 40000);  // 5000 rows drawn as at most one band a pixel
   const std::string reference_only = row_plot_svg("row max", {ref, {}});
   CHECK(reference_only.find("class=\"kernel\"") == std::string::npos);
+}
+
+TEST_CASE("a summary chart draws each series' points with gaps for NaN and lists its numbers", "[html]") {
+  HtmlChart chart;
+  chart.id = "sensitivity";
+  chart.title = "detection rate against Sk";
+  chart.x_label = "Sk";
+  chart.y_label = "detection rate";
+  chart.log_x = true;
+  chart.x = {1024, 4096, 16384, 65536};
+  chart.series = {{"rigorous bound", {0.5, 0.25, std::nan(""), 0}}, {"tight bound", {1, 1, 1, 0.875}}};
+  HtmlReport report;
+  report.summary.push_back(chart);
+  std::ostringstream out;
+  write_html_report(out, report);
+  const std::string html = out.str();
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("<circle") == 7);  // the NaN is not drawn
+  CHECK(count("<path d=\"M") == 2);
+  const std::size_t rigorous = html.find("<path d=\"M");
+  CHECK(std::count(html.begin() + static_cast<std::ptrdiff_t>(rigorous),
+                   html.begin() + static_cast<std::ptrdiff_t>(html.find('"', rigorous + 9)), 'M') == 2);  // a gap
+  CHECK(html.find("<td>65536</td><td>0</td><td>0.875</td>") != std::string::npos);
+  CHECK(html.find("id=\"sensitivity\"") != std::string::npos);
+  CHECK(html.find("Sk (log scale)") != std::string::npos);
 }
 
 TEST_CASE("an HTML report of 64 heads x S 4096 stays under 20 MB", "[html][slow]") {
