@@ -421,7 +421,7 @@ TEST_CASE("an HTML report of 64 heads x S 4096 stays under 20 MB", "[html][slow]
   CHECK(out.str().find("<script") == std::string::npos);
 }
 
-TEST_CASE("trace, replay and faults with --html write one page with a section per judged run", "[html]") {
+TEST_CASE("the --html pages of trace and replay and faults hold a section per judged run with its descriptors and lint", "[html]") {
   const fs::path dir = fs::temp_directory_path() / ("fc_html_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -460,6 +460,13 @@ TEST_CASE("trace, replay and faults with --html write one page with a section pe
   CHECK(count(replay, "<section class=\"case\"") == 1);
   CHECK(replay.find("replay of " + snapshot.string()) != std::string::npos);
   CHECK(replay.find("data-output=\"qk[1]\"") != std::string::npos);
+
+  // A cuBLASLt run captured on the GPU: its descriptors, read back, with the lint finding.
+  REQUIRE(run("replay " + std::string(FC_SOURCE_DIR) + "/fixtures/attr-int32.cublaslt-paged.h5 --html " +
+              (dir / "lint.html").string()) == 1);
+  const std::string lint = read(dir / "lint.html");
+  CHECK(lint.find("cuBLASLt descriptors and lint") != std::string::npos);
+  CHECK(lint.find("<span class=\"lint\">    LINT set-status") != std::string::npos);
 
   REQUIRE(run("faults --impl cpu-emulated --html " + (dir / "faults.html").string()) == 0);
   const std::string faults = read(dir / "faults.html");
