@@ -29,6 +29,15 @@ std::string at_text(const Index4& i) {
   return s;
 }
 
+double normalized_error(double kernel, double reference, double bound) {
+  if (std::isfinite(reference) && std::isfinite(kernel)) {
+    const double err = std::fabs(kernel - reference);
+    return err == 0 ? 0.0 : (bound > 0 ? err / bound : std::numeric_limits<double>::infinity());
+  }
+  const bool same = !std::isnan(reference) && kernel == reference;
+  return same ? 0.0 : std::numeric_limits<double>::infinity();
+}
+
 Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded& reference, DType kernel_format,
                      BoundChoice judged_by) {
   const MatrixR& ref = reference.value;
@@ -51,18 +60,13 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
       if (std::isnan(x)) ++m.nan_reference;
       if (std::isinf(x)) ++m.inf_reference;
 
-      double normalized, tight_normalized;
       if (std::isfinite(x) && std::isfinite(k)) {
         const double err = std::fabs(k - x);
         m.max_abs_error = std::max(m.max_abs_error, err);
         if (x != 0) m.max_rel_error = std::max(m.max_rel_error, err / std::fabs(x));
         m.max_ulp = std::max(m.max_ulp, ulp_distance(kernel_format, k, x));
-        normalized = err == 0 ? 0.0 : (bound > 0 ? err / bound : kInf);
-        tight_normalized = err == 0 ? 0.0 : (tight > 0 ? err / tight : kInf);
-      } else {
-        const bool same = !std::isnan(x) && k == x;
-        normalized = tight_normalized = same ? 0.0 : kInf;
       }
+      const double normalized = normalized_error(k, x, bound), tight_normalized = normalized_error(k, x, tight);
       const bool over_worst = normalized > 1.0, over_tight = tight_normalized > 1.0 || over_worst;
       if (over_worst) ++m.over_bound;
       if (over_tight) ++m.over_tight;

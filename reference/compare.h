@@ -61,6 +61,11 @@ struct Metrics {
   }
 };
 
+// |kernel - reference| / bound for finite pairs (0 when equal, +inf when the bound is 0 and
+// they differ); 0 where both hold the same infinity; +inf for any other non-finite pair (a
+// NaN on either side never passes). Over 1 fails.
+double normalized_error(double kernel, double reference, double bound);
+
 struct HeadSpot {
   std::int64_t b = 0, h = 0;
   std::int64_t col_offset = 0;  // global index of the matrix's column 0 (a tile's first key)

@@ -56,19 +56,7 @@ Row row_of(const std::vector<const OutputResult*>& group) {
     }
   }
   const OutputResult& r = *group.front();
-  if (group.size() == 1 && !r.passed()) {
-    if (!r.present) {
-      row.first_bad = "not captured";
-    } else if (!r.capture_problem.empty()) {
-      row.first_bad = "layout";
-    } else if (r.compared && r.local.first_over()) {
-      row.first_bad = index_string(r.local.first_over()->index);
-    } else if (r.compared && r.end_to_end.first_over()) {
-      row.first_bad = index_string(r.end_to_end.first_over()->index);
-    } else if (r.flags.unwritten) {
-      row.first_bad = index_string(r.index_of(r.flags.first_unwritten));
-    }
-  }
+  if (group.size() == 1) row.first_bad = first_bad_text(r);
   row.verdict = group.size() == 1 && !r.passed() ? "FAIL" : "pass";
   return row;
 }
@@ -81,6 +69,16 @@ std::string index_string(const Index4& i) {
   if (i.col >= 0) s << i.col; else s << "-";
   s << ")";
   return s.str();
+}
+
+std::string first_bad_text(const OutputResult& r) {
+  if (r.passed()) return "-";
+  if (!r.present) return "not captured";
+  if (!r.capture_problem.empty()) return "layout";
+  if (r.compared && r.local.first_over()) return index_string(r.local.first_over()->index);
+  if (r.compared && r.end_to_end.first_over()) return index_string(r.end_to_end.first_over()->index);
+  if (r.flags.unwritten) return index_string(r.index_of(r.flags.first_unwritten));
+  return "-";
 }
 
 void write_case_table(std::ostream& out, const CaseResult& result) {

@@ -70,9 +70,10 @@ struct Mutation {
 // Both commands on one damaged file.
 void check_mutation(const Workspace& w, const Mutation& m, int& failed_cleanly) {
   INFO(m.what);
-  const fs::path json = w.dir / "out.json";
+  const fs::path json = w.dir / "out.json", html = w.dir / "out.html";
   fs::remove(json);
-  const Outcome replay = run("replay " + m.file.string() + " --json " + json.string(), w.dir);
+  fs::remove(html);
+  const Outcome replay = run("replay " + m.file.string() + " --json " + json.string() + " --html " + html.string(), w.dir);
 
   const fs::path fixture_dir = w.dir / "one";
   fs::remove_all(fixture_dir);
@@ -94,6 +95,7 @@ void check_mutation(const Workspace& w, const Mutation& m, int& failed_cleanly) 
   }
   if (replay.exit_code == 2) {
     CHECK_FALSE(fs::exists(json));  // nothing half-written
+    CHECK_FALSE(fs::exists(html));
     ++failed_cleanly;
   }
 }
@@ -152,6 +154,10 @@ TEST_CASE("an unwritable output path is one line and exit 2, with nothing writte
   CHECK(json.exit_code == 2);
   REQUIRE(json.stderr_lines.size() == 1);
   CHECK(json.stderr_lines[0].find("/nonexistent-dir/out.json: cannot write") != std::string::npos);
+  const Outcome html = run("replay " + w.good.string() + " --html /nonexistent-dir/out.html", w.dir);
+  CHECK(html.exit_code == 2);
+  REQUIRE(html.stderr_lines.size() == 1);
+  CHECK(html.stderr_lines[0].find("/nonexistent-dir/out.html: cannot write") != std::string::npos);
   const Outcome snapshot = run("--trace --impl cpu-emulated --shape 1,1,8,8,64 --snapshot /nonexistent-dir/s.h5", w.dir);
   CHECK(snapshot.exit_code == 2);
   REQUIRE(snapshot.stderr_lines.size() == 1);

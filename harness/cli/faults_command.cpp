@@ -31,6 +31,35 @@ std::string percent(int n, int total) {
   return s.str();
 }
 
+// The detection matrix for the HTML report: each row links to its faulty run's section and
+// carries the expected element (data-index), which the browser test checks the marker against.
+HtmlTable matrix_table(const std::vector<MatrixCell>& cells, const std::vector<std::string>& sections) {
+  HtmlTable t;
+  t.id = "detection-matrix";
+  t.title = "Detection matrix";
+  t.caption = "every planted fault x every implementation that has it: the first divergence expected (stage output, "
+              "element, cause) against the one found, and the same case run clean";
+  t.header = {"fault", "implementation", "expected", "found", "clean run", "result"};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const MatrixCell& c = cells[i];
+    HtmlCell expected(expected_text(c.expected));
+    expected.with("output", c.expected.output);
+    if (c.expected.index) {
+      const Index4& at = *c.expected.index;
+      expected.with("index", std::to_string(at.b) + "," + std::to_string(at.h) + "," + std::to_string(at.row) + "," +
+                                 std::to_string(at.col));
+    }
+    const std::string section = i < sections.size() ? sections[i] : "";
+    t.rows.push_back({HtmlCell(c.fault, "", section.empty() ? "" : "#" + section).with("case", section),
+                      HtmlCell(c.impl),
+                      expected,
+                      HtmlCell(found_text(c), c.stage_ok && c.index_ok && c.cause_ok ? "ok" : "bad"),
+                      HtmlCell(c.clean_ok() ? "pass" : "ALARM", c.clean_ok() ? "ok" : "bad"),
+                      HtmlCell(c.ok() ? "ok" : "WRONG", c.ok() ? "ok" : "bad")});
+  }
+  return t;
+}
+
 }  // namespace
 
 int run_faults(const FaultsCommand& command) {
@@ -42,7 +71,17 @@ int run_faults(const FaultsCommand& command) {
   if (!device.available) {
     std::cout << "no CUDA device (" << device.why_unavailable << "): the matrix covers the CPU implementations only\n";
   }
-  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line};
+  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {}};
+  HtmlReportBuilder html = html_report(command.reports, "faults", command.command_line);
+  std::vector<std::string> faulty_sections;  // one per cell, in the matrix's order
+  if (html.enabled()) {
+    options.on_run = [&](const MatrixCell& cell, const AttentionInputs& inputs, const Judged& run, bool faulty) {
+      const std::string id = html.add_case(inputs, run.run, run.result, run.references,
+                                           faulty ? "fault " + cell.fault + " planted; expected " + expected_text(cell.expected)
+                                                  : "clean run of the trigger case of " + cell.fault + ": a false alarm");
+      if (faulty) faulty_sections.push_back(id);
+    };
+  }
   const std::vector<MatrixCell> cells = run_fault_matrix(options);
   int fault_width = 22, impl_width = 20;  // plugins may bring longer names
   for (const MatrixCell& c : cells) {
@@ -74,21 +113,28 @@ int run_faults(const FaultsCommand& command) {
             << percent(index, n) << ", cause right " << percent(cause, n) << "; clean runs without alarm "
             << percent(clean, n) << "\n";
   bool ok = stage == n && index == n && cause == n && clean == n;
+  const auto on_divergence = [&](const AttentionInputs& inputs, const Judged& run) {
+    html.add_case(inputs, run.run, run.result, run.references, "clean sweep: a false alarm");
+  };
   if (command.sweep > 0) {
-    const SweepResult sweep = run_clean_sweep(command.sweep, command.impls, device.available);
+    const SweepResult sweep = run_clean_sweep(command.sweep, command.impls, device.available, false,
+                                              html.enabled() ? on_divergence : std::function<void(const AttentionInputs&, const Judged&)>{});
     std::cout << "clean sweep: " << sweep.cases << " random cases, " << sweep.runs << " runs, "
               << sweep.divergences.size() << " divergences\n";
     for (const CaseResult& r : sweep.divergences) write_case_table(std::cout, r);
     ok = ok && sweep.divergences.empty();
   }
   if (command.long_sweep > 0) {
-    const SweepResult sweep = run_clean_sweep(command.long_sweep, command.impls, device.available, true);
+    const SweepResult sweep = run_clean_sweep(command.long_sweep, command.impls, device.available, true,
+                                              html.enabled() ? on_divergence : std::function<void(const AttentionInputs&, const Judged&)>{});
     std::cout << "long-context clean sweep: " << sweep.cases << " random cases, " << sweep.runs << " runs, "
               << sweep.divergences.size() << " divergences\n";
     for (const CaseResult& r : sweep.divergences) write_case_table(std::cout, r);
     ok = ok && sweep.divergences.empty();
   }
   write_report_files(command.reports, command.command_line, results, "faults", junit);
+  html.add_summary(matrix_table(cells, faulty_sections));
+  html.write();
   return ok ? kExitPass : kExitDiverged;
 }
 

@@ -122,6 +122,7 @@ int run_fixtures(const FixturesCommand& command) {
   const DeviceInfo device = device_info();
   std::vector<std::string> new_manifest{"# file impl fault verdict first-divergence cause (flashcore-check fixtures --write-manifest)"};
   Tally tally;
+  HtmlReportBuilder html = html_report(command.reports, "fixtures", command.command_line);
   for (const std::string& file : files) {
     const std::string path = (fs::path(command.dir) / file).string();
     const H5Reader reader(path);
@@ -147,6 +148,8 @@ int run_fixtures(const FixturesCommand& command) {
     tally.add(file, "reference", drift <= 1e-12, drift_text.str(), nullptr);
     const bool replay_ok = replay.verdict == s.recorded.verdict && same_divergence(replay.divergence, s.recorded.divergence, true);
     tally.add(file, "replay", replay_ok, "replayed " + outcome_text(replay) + "; recorded " + outcome_text(s.recorded), &replay);
+    html.add_case(s.file.inputs, s.run, replay, references,
+                  file + ": replay " + (replay_ok ? "agrees with" : "DIFFERS from") + " the recorded " + outcome_text(s.recorded));
 
     // Live: every implementation on the fixture's inputs, the GPU ones where a device is.
     const bool input_defect = s.recorded.divergence && (s.recorded.divergence->cause == "input-nan" ||
@@ -157,7 +160,8 @@ int run_fixtures(const FixturesCommand& command) {
       if ((impl->on_gpu() && !device.available) || impl->unsupported(s.file.inputs.problem)) continue;
       const bool captured = impl->name() == s.impl;
       if (captured) impl->inject(s.fault);
-      const CaseResult live = judge_case(*impl, s.file.inputs, s.file.description, device_inputs.get());
+      const Judged judged = judge_case_keeping(*impl, s.file.inputs, s.file.description, device_inputs.get(), html.enabled());
+      const CaseResult& live = judged.result;
       bool ok;
       if (captured || input_defect) {
         // The same stage output and cause (a race may move the element, so not the index).
@@ -165,8 +169,9 @@ int run_fixtures(const FixturesCommand& command) {
       } else {
         ok = live.verdict == Verdict::pass;
       }
-      tally.add(file, "live " + impl->name() + (captured && !s.fault.empty() ? " with " + s.fault : ""), ok,
-                outcome_text(live), &live);
+      const std::string check = "live " + impl->name() + (captured && !s.fault.empty() ? " with " + s.fault : "");
+      tally.add(file, check, ok, outcome_text(live), &live);
+      html.add_case(s.file.inputs, judged.run, live, judged.references, file + ": " + check + (ok ? " (as expected)" : " (NOT as expected)"));
     }
   }
   if (command.write_manifest) {
@@ -178,6 +183,7 @@ int run_fixtures(const FixturesCommand& command) {
   std::cout << files.size() << " fixtures, " << tally.junit.size() << " checks, " << tally.failed << " failed"
             << (device.available ? "" : " (no CUDA device: GPU implementations not run live)") << "\n";
   write_report_files(command.reports, command.command_line, tally.results, "fixtures", tally.junit);
+  html.write();
   return tally.failed > 0 ? kExitDiverged : kExitPass;
 }
 

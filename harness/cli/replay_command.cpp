@@ -11,13 +11,19 @@ namespace fc {
 
 int run_replay(const ReplayCommand& command) {
   const Snapshot s = read_snapshot(H5Reader(command.file));
-  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, nullptr, command.judge);
+  std::vector<OutputReferences> references;
+  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge);
   std::cout << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault)
             << ")\n";
   write_case_table(std::cout, result);
   const bool agrees = result.verdict == s.recorded.verdict && same_divergence(result.divergence, s.recorded.divergence, true);
   std::cout << "recorded: " << outcome_text(s.recorded) << (agrees ? "; the replay agrees\n" : "; the replay DIFFERS\n");
   write_report_files(command.reports, command.command_line, {result}, "replay");
+  HtmlReportBuilder html = html_report(command.reports, "replay", command.command_line);
+  html.add_case(s.file.inputs, s.run, result, references,
+                "replay of " + command.file + "; recorded: " + outcome_text(s.recorded) +
+                    (agrees ? "; the replay agrees" : "; the replay DIFFERS"));
+  html.write();
   return result.verdict == Verdict::pass ? kExitPass : kExitDiverged;
 }
 

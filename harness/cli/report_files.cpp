@@ -22,4 +22,10 @@ void write_report_files(const ReportFiles& files, const std::string& command, co
   }
 }
 
+HtmlReportBuilder html_report(const ReportFiles& files, const std::string& suite, const std::string& command) {
+  FigureOptions options;
+  options.stages = files.html_stages;
+  return HtmlReportBuilder(files.html, "flashcore-check " + suite, command, options);
+}
+
 }  // namespace fc

@@ -55,6 +55,7 @@ int run_trace(const TraceCommand& command) {
   }
 
   const std::vector<CaseSpec> cases = plan_cases(command.plan);
+  HtmlReportBuilder html = html_report(command.reports, "trace", command.command_line);
   const bool several = cases.size() * impls.size() > 1;
   std::vector<CaseResult> results;
   bool self_check_failed = false;
@@ -73,9 +74,10 @@ int run_trace(const TraceCommand& command) {
     for (const auto& impl : impls) {
       if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
       const bool snapshot = !command.snapshot.empty();
-      const Judged judged =
-          judge_case_keeping(*impl, inputs, description, device_inputs.get(), snapshot, command.judge);
+      const Judged judged = judge_case_keeping(*impl, inputs, description, device_inputs.get(),
+                                               snapshot || html.enabled(), command.judge);
       results.push_back(judged.result);
+      html.add_case(inputs, judged.run, judged.result, judged.references);
       write_case_table(std::cout, judged.result);
       if (command.dump_descriptors && !judged.result.descriptors.empty()) {
         write_descriptors(std::cout, &judged.run.graph, judged.result.descriptors);
@@ -102,6 +104,7 @@ int run_trace(const TraceCommand& command) {
   if (!device.available) std::cout << "; reference self-check " << (self_check_failed ? "FAILED" : "passed");
   std::cout << "\n";
   write_report_files(command.reports, command.command_line, results, "trace");
+  html.write();
   return counts[1] + counts[2] > 0 || self_check_failed ? kExitDiverged : kExitPass;
 }
 

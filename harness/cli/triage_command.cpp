@@ -11,6 +11,7 @@
 #include "harness/io/case_loader.h"
 #include "harness/io/snapshot.h"
 #include "harness/triage/input_findings.h"
+#include "harness/trace/judge.h"
 #include "harness/triage/minimize.h"
 #include "kernels/common/device_inputs.h"
 #include "reference/attention.h"
@@ -31,6 +32,20 @@ std::vector<std::unique_ptr<Implementation>> chosen(const std::vector<std::strin
     impls.push_back(std::move(impl));
   }
   return impls;
+}
+
+HtmlTable input_findings_table(const std::vector<InputFinding>& findings) {
+  HtmlTable t;
+  t.id = "input-findings";
+  t.title = "Input findings";
+  t.caption = findings.empty() ? "none: the inputs hold no NaN, Inf, fully masked row or overflow risk"
+                               : "what the inputs say before any kernel runs (CPU, FP64)";
+  t.header = {"cause", "tensor", "first place (b,h,row,col)", "detail"};
+  for (const InputFinding& f : findings) {
+    t.rows.push_back({HtmlCell(f.cause, f.defect ? "bad" : ""), HtmlCell(f.tensor),
+                      HtmlCell(f.index ? index_string(*f.index) : "-"), HtmlCell(f.detail)});
+  }
+  return t;
 }
 
 }  // namespace
@@ -60,6 +75,9 @@ int run_triage(const TriageCommand& command) {
               << "); the CPU implementations were\n";
   }
 
+  HtmlReportBuilder html = html_report(command.reports, "triage", command.command_line);
+  html.add_summary(input_findings_table(findings));
+
   std::cout << "\nimplementations, stage by stage:\n";
   std::vector<std::unique_ptr<Implementation>> impls = chosen(command.impls, device.available);
   if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
@@ -76,12 +94,16 @@ int run_triage(const TriageCommand& command) {
   const CaptureFile seen = read_capture_file(command.report);
   if (!seen.outputs.empty()) {
     std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, {});
-    results.push_back(judge_case(*captured, report.inputs, report.description, nullptr));
+    Judged judged = judge_case_keeping(*captured, report.inputs, report.description, nullptr, html.enabled(), command.judge);
+    html.add_case(report.inputs, judged.run, judged.result, judged.references);
+    results.push_back(std::move(judged.result));
     report_one(results.back());
   }
   for (auto& impl : impls) {
     if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
-    CaseResult r = judge_case(*impl, inputs, report.description, device_inputs.get(), command.judge);
+    Judged judged = judge_case_keeping(*impl, inputs, report.description, device_inputs.get(), html.enabled(), command.judge);
+    html.add_case(inputs, judged.run, judged.result, judged.references);
+    CaseResult& r = judged.result;
     report_one(r);
     if (r.divergence && !first_failing) first_failing = impl.get();
     results.push_back(std::move(r));
@@ -113,6 +135,7 @@ int run_triage(const TriageCommand& command) {
     }
   }
   write_report_files(command.reports, command.command_line, results, "triage", {}, findings);
+  html.write();
   const bool diverged = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.verdict != Verdict::pass && r.verdict != Verdict::skipped; });
   return diverged || defect ? kExitDiverged : kExitPass;
 }

@@ -48,13 +48,17 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       MatrixCell cell;
       cell.fault = spec.id;
       cell.impl = name;
-      cell.clean = judge_case(*impl, inputs, description, device.get());
+      const bool observed = static_cast<bool>(options.on_run);
+      const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed);
+      cell.clean = clean.result;
+      if (observed && !cell.clean_ok()) options.on_run(cell, inputs, clean, false);
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
       const bool snapshot = !options.snapshots.empty();
-      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot);
+      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed);
       cell.faulty = faulty.result;
       grade(cell);
+      if (observed) options.on_run(cell, inputs, faulty, true);
       if (snapshot && spec.keep_as_fixture) {
         SnapshotOptions s;
         s.kind = "fixture";
@@ -70,7 +74,8 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   return cells;
 }
 
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context) {
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context,
+                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence) {
   SweepResult sweep;
   std::vector<std::unique_ptr<Implementation>> all;
   for (auto& impl : make_implementations()) {
@@ -83,11 +88,12 @@ SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bo
     const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
     std::unique_ptr<DeviceInputs> device;
     for (auto& impl : all) {
-      CaseResult r;
+      Judged judged;
       try {
         if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
-        r = judge_case(*impl, inputs, description, device.get());
+        judged = judge_case_keeping(*impl, inputs, description, device.get(), static_cast<bool>(on_divergence));
       } catch (const Error& e) {  // a device fault outside the run: say where, and stop (the context is gone)
+        CaseResult r;
         r.impl = impl->name();
         r.description = description;
         r.verdict = Verdict::error;
@@ -96,9 +102,12 @@ SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bo
         ++sweep.runs;
         return sweep;
       }
+      const CaseResult& r = judged.result;
       if (r.verdict == Verdict::skipped) continue;
       ++sweep.runs;
-      if (r.verdict != Verdict::pass) sweep.divergences.push_back(r);
+      if (r.verdict == Verdict::pass) continue;
+      sweep.divergences.push_back(r);
+      if (on_divergence) on_divergence(inputs, judged);
     }
     ++sweep.cases;
   }
