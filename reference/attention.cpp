@@ -193,4 +193,14 @@ ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOpt
   return t;
 }
 
+std::vector<std::vector<std::int64_t>> row_blocks_of(std::int64_t rows, std::int64_t keys, std::int64_t block_elements) {
+  const std::int64_t per_block = std::max<std::int64_t>(1, block_elements / std::max<std::int64_t>(keys, 1));
+  std::vector<std::vector<std::int64_t>> blocks;
+  for (std::int64_t start = 0; start < rows; start += per_block) {
+    blocks.emplace_back();
+    for (std::int64_t r = start; r < std::min(rows, start + per_block); ++r) blocks.back().push_back(r);
+  }
+  return blocks;
+}
+
 }  // namespace fc

@@ -20,6 +20,17 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 // Only the query rows `rows` (sorted) of the head: q and the bias of those rows.
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows);
 
+// FP64 elements of one reference tensor of a block of query rows (rows x keys): a head whose
+// rows x keys exceed it is computed block by block (rows are independent in attention), so
+// that no S x S FP64 tensor is ever held; a few dozen of a block's tensors (values and both
+// bounds, end to end and stage-local) are resident per worker thread, 16 MiB each.
+constexpr std::int64_t kRowBlockElements = std::int64_t{1} << 21;
+
+// The rows [0, rows) in blocks of at most `block_elements` / keys rows (one block when the
+// head fits, none when it has no rows).
+std::vector<std::vector<std::int64_t>> row_blocks_of(std::int64_t rows, std::int64_t keys,
+                                                     std::int64_t block_elements = kRowBlockElements);
+
 // The arithmetic of every stage of a chain (what an implementation declares).
 struct ChainArithmetic {
   Arithmetic qk, softmax, rescale, pv, normalize, lse, combine;

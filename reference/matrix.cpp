@@ -37,11 +37,32 @@ MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h, std::in
   return m;
 }
 
+MatrixR head_rows(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows) {
+  HeadLayout l = layout(t, b, h);
+  MatrixR m(static_cast<Eigen::Index>(rows.size()), l.cols);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= l.rows) throw Error("row " + std::to_string(rows[i]) + " is outside " + dims_string(t.dims()));
+    const std::int64_t start = l.offset + rows[i] * l.cols;
+    for (std::int64_t c = 0; c < l.cols; ++c) m(static_cast<Eigen::Index>(i), c) = t.get(start + c);
+  }
+  return m;
+}
+
 void set_head(HostTensor& t, std::int64_t b, std::int64_t h, const MatrixR& m) {
   HeadLayout l = layout(t, b, h);
   if (m.rows() != l.rows || m.cols() != l.cols) throw Error("set_head: shape mismatch");
   for (std::int64_t r = 0; r < l.rows; ++r)
     for (std::int64_t c = 0; c < l.cols; ++c) t.set(l.offset + r * l.cols + c, m(r, c));
+}
+
+void set_head_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows, const MatrixR& m) {
+  HeadLayout l = layout(t, b, h);
+  if (m.rows() != static_cast<Eigen::Index>(rows.size()) || m.cols() != l.cols) throw Error("set_head_rows: shape mismatch");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= l.rows) throw Error("row " + std::to_string(rows[i]) + " is outside " + dims_string(t.dims()));
+    const std::int64_t start = l.offset + rows[i] * l.cols;
+    for (std::int64_t c = 0; c < l.cols; ++c) t.set(start + c, m(static_cast<Eigen::Index>(i), c));
+  }
 }
 
 }  // namespace fc

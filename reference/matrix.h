@@ -3,6 +3,7 @@
 // head's R x C matrix. Row quantities (row max, row sum, lse) are R x 1 matrices.
 #include <Eigen/Core>
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -16,7 +17,14 @@ MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h);
 MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h, std::int64_t col_begin,
                     std::int64_t col_end);
 
+// Only rows `rows` (ascending or not) of head (b, h), in that order: what a row block or a
+// row sample reads without converting the whole head.
+MatrixR head_rows(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows);
+
 // Writes m into head (b, h) of t (rounding to t's dtype).
 void set_head(HostTensor& t, std::int64_t b, std::int64_t h, const MatrixR& m);
+// Writes row i of m into row rows[i] of head (b, h), touching nothing else (blocks of one head
+// are written by different threads).
+void set_head_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows, const MatrixR& m);
 
 }  // namespace fc

@@ -19,8 +19,25 @@ SelfCheck reference_self_check(const AttentionInputs& inputs) {
   const ChainArithmetic a = nominal_arithmetic(inputs.problem.dtype);
   SelfCheck result;
   std::mutex merge;
-  parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
-    const HeadInputs in = head_inputs(inputs, bh / s.heads, bh % s.heads);
+  // Every head, whole or in blocks of its rows (rows are independent: each block is a check).
+  struct Part {
+    std::int64_t b, h;
+    std::vector<std::int64_t> rows;  // empty: the whole head
+  };
+  std::vector<Part> parts;
+  const bool whole_heads = row_blocks_of(s.q_len, s.kv_len).size() <= 1;
+  for (std::int64_t bh = 0; bh < s.batch * s.heads; ++bh) {
+    const std::int64_t b = bh / s.heads, h = bh % s.heads;
+    if (whole_heads) {
+      parts.push_back({b, h, {}});
+      continue;
+    }
+    for (auto& rows : row_blocks_of(inputs.problem.q_len_of(b), s.kv_len)) parts.push_back({b, h, std::move(rows)});
+  }
+  parallel_for(static_cast<std::int64_t>(parts.size()), [&](std::int64_t part_index) {
+    const Part& part = parts[static_cast<std::size_t>(part_index)];
+    const HeadInputs in =
+        part.rows.empty() ? head_inputs(inputs, part.b, part.h) : head_inputs(inputs, part.b, part.h, part.rows);
     const FullReference full = full_reference(in, a);
     // The chains agree to FP64 rounding of what they form: the output's size, and the
     // scores' (an lse of scores near -65504, a finite masking bias, carries 65504 * 2^-53).

@@ -1,11 +1,14 @@
 // --rows: a judgement of some query rows is exact for those rows (every key, every stage),
 // and a sample always holds the rows where index arithmetic goes wrong first.
 #include <algorithm>
+#include <cmath>
 
 #include "catch.h"
 #include "core/error.h"
 #include "harness/inputs.h"
+#include "harness/trace/evaluate.h"
 #include "harness/trace/judge.h"
+#include "harness/trace/session.h"
 #include "harness/trace/row_sample.h"
 #include "kernels/implementation.h"
 
@@ -36,6 +39,18 @@ CaseResult judge_rows(const char* fault, const std::string& rows) {
   JudgeOptions options;
   options.rows = parse_rows(rows);
   return judge_case(*impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), nullptr, options);
+}
+
+bool same(const HostTensor& a, const HostTensor& b) {
+  if (a.numel() != b.numel()) return false;
+  for (std::int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.get(i), y = b.get(i);
+    if (x != y && !(std::isnan(x) && std::isnan(y))) {
+      WARN("element " << i << ": " << x << " vs " << y);
+      return false;
+    }
+  }
+  return true;
 }
 
 const OutputResult& first_compared(const CaseResult& r) {
@@ -115,6 +130,57 @@ TEST_CASE("a sampled judgement compares only its rows, every key of them, and st
   CHECK(untouched.verdict == Verdict::pass);
   CHECK(first_compared(untouched).local.elements == 2 * 3 * 64);
   CHECK(judge_rows("", "4").verdict == Verdict::pass);
+}
+
+TEST_CASE("a head judged in blocks of rows gives what it gives judged whole, element for element", "[trace][rows]") {
+  struct Run {
+    const char* impl;
+    const char* fault;
+    const char* mask;
+  };
+  for (const Run& one : {Run{"cpu-emulated", "window-off-by-one", "window=8,0"}, Run{"cpu-emulated-paged", "", "varlen+causal-br"},
+                         Run{"cpu-emulated-paged", "first-page-rescale", "none"}}) {
+    INFO(one.impl << " " << one.fault << " " << one.mask);
+    std::unique_ptr<Implementation> impl = make_implementation(one.impl);
+    impl->inject(one.fault);
+    CaseSpec spec;
+    spec.shape = {2, 2, 70, 150, 32};
+    spec.mask = one.mask;
+    spec.seed = 4;
+    const AttentionInputs in = generate_inputs(spec);
+    const TraceRun run = run_traced(*impl, in, nullptr, true);
+    std::vector<OutputReferences> whole_refs, block_refs;
+    const auto whole = evaluate_outputs(in, run, &whole_refs, BoundChoice::tight, nullptr, std::int64_t{1} << 40);
+    const auto blocks = evaluate_outputs(in, run, &block_refs, BoundChoice::tight, nullptr, 150 * 16);  // 16 rows a block
+    REQUIRE(whole.size() == blocks.size());
+    bool any_failure = false;
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      INFO(whole[i].name);
+      for (const auto& [w, k] : {std::pair(&whole[i].end_to_end, &blocks[i].end_to_end), std::pair(&whole[i].local, &blocks[i].local)}) {
+        CHECK(w->elements == k->elements);
+        CHECK(w->over_tight == k->over_tight);
+        CHECK(w->over_bound == k->over_bound);
+        CHECK(w->max_tight_error == k->max_tight_error);
+        CHECK(w->max_normalized_error == k->max_normalized_error);
+        CHECK(w->max_abs_error == k->max_abs_error);
+        CHECK(w->nan_kernel == k->nan_kernel);
+        REQUIRE(w->first_failure.has_value() == k->first_failure.has_value());
+        if (w->first_failure) {
+          any_failure = true;
+          CHECK(w->first_failure->index == k->first_failure->index);
+        }
+      }
+      // (varlen: the whole head also writes the reference of rows past a sequence, never compared)
+      if (i < whole_refs.size() && !whole_refs[i].end_to_end.empty() && !in.problem.layout.varlen()) {
+        CHECK(same(whole_refs[i].end_to_end, block_refs[i].end_to_end));
+        CHECK(same(whole_refs[i].local_tight, block_refs[i].local_tight));
+        CHECK(same(whole_refs[i].end_to_end_tight, block_refs[i].end_to_end_tight));
+        CHECK(same(whole_refs[i].local_bound, block_refs[i].local_bound));
+        CHECK(same(whole_refs[i].local, block_refs[i].local));
+      }
+    }
+    CHECK(any_failure == (std::string(one.fault) != ""));
+  }
 }
 
 }  // namespace fc

@@ -52,21 +52,14 @@ Bounded top_left(const Bounded& b, const Extent& e) {
   return out;
 }
 
-MatrixR rows_of(const MatrixR& m, const std::vector<std::int64_t>& rows) {
-  MatrixR out(static_cast<Eigen::Index>(rows.size()), m.cols());
-  for (std::size_t r = 0; r < rows.size(); ++r) out.row(static_cast<Eigen::Index>(r)) = m.row(rows[r]);
-  return out;
-}
-
 // Writes the rows of m into head (b, h) of t: every row, or those of a sample.
 void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows, const MatrixR& m) {
   if (!rows) {
     set_head(t, b, h, m);
     return;
   }
-  MatrixR whole = head_matrix(t, b, h);
-  for (std::size_t r = 0; r < rows->size(); ++r) whole.row((*rows)[r]) = m.row(static_cast<Eigen::Index>(r));
-  set_head(t, b, h, whole);
+  // m may hold more rows than the block (a reference computed past the existing extent).
+  set_head_rows(t, b, h, *rows, m.topRows(static_cast<Eigen::Index>(rows->size())));
 }
 
 MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Extent& e) {
@@ -77,6 +70,45 @@ MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Ext
 }
 
 // Folds the per-head metrics of comparison n into r, in (b, h) order.
+// The unit of evaluation: a head whole, or a block of its rows (ascending; blocks of a head
+// in order, so that folding them in order keeps the first failure first).
+struct RowBlock {
+  std::int64_t b = 0, h = 0;
+  bool whole_head = true;
+  std::vector<std::int64_t> rows;
+};
+
+// Every head whole where it is small; otherwise its rows in blocks of at most
+// `block_elements` a tensor, and a row sample in blocks of the same size.
+std::vector<RowBlock> row_blocks(const Problem& problem, const RowSample* sample, std::int64_t block_elements) {
+  const Shape& shape = problem.shape;
+  const bool sampled = sample && !sample->all;
+  std::vector<RowBlock> blocks;
+  for (std::int64_t bh = 0; bh < shape.batch * shape.heads; ++bh) {
+    const std::int64_t b = bh / shape.heads, h = bh % shape.heads, q_len = problem.q_len_of(b);
+    if (!sampled && row_blocks_of(shape.q_len, shape.kv_len, block_elements).size() <= 1) {
+      blocks.push_back({b, h, true, {}});
+      continue;
+    }
+    std::vector<std::int64_t> rows;  // existing rows only (varlen: rows past a sequence do not)
+    if (sampled) {
+      for (std::int64_t r : sample->per_head[static_cast<std::size_t>(bh)]) {
+        if (r < q_len) rows.push_back(r);
+      }
+    }
+    const auto ranges = row_blocks_of(sampled ? static_cast<std::int64_t>(rows.size()) : q_len, shape.kv_len, block_elements);
+    if (ranges.empty()) blocks.push_back({b, h, false, {}});  // nothing of this head judged
+    for (const std::vector<std::int64_t>& range : ranges) {
+      RowBlock block{b, h, false, range};
+      if (sampled) {
+        for (std::int64_t& r : block.rows) r = rows[static_cast<std::size_t>(r)];
+      }
+      blocks.push_back(std::move(block));
+    }
+  }
+  return blocks;
+}
+
 void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head, std::size_t n) {
   r.compared = true;
   for (std::size_t bh = 0; bh < per_head.size(); ++bh) {
@@ -102,11 +134,8 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     const StageOutput& out = stage.outputs[c.output];
     const QuantityKey key = key_of(stage, out);
     Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
-    MatrixR values = head_matrix(c.tensor, b, h) * out.value_scale;
-    if (rows) {
-      values = rows_of(values, *rows);
-      extent.rows = static_cast<std::int64_t>(rows->size());  // a sample holds existing rows only
-    }
+    MatrixR values = (rows ? head_rows(c.tensor, b, h, *rows) : head_matrix(c.tensor, b, h)) * out.value_scale;
+    if (rows) extent.rows = static_cast<std::int64_t>(rows->size());  // a block or sample holds existing rows only
     kernel[key] = Bounded::exact(within_extent(values, e2e.at(key).value, extent), out.dtype);
   }
   return kernel;
@@ -131,7 +160,7 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references, BoundChoice judged_by,
-                                           const RowSample* sample) {
+                                           const RowSample* sample, std::int64_t block_elements) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
@@ -167,23 +196,16 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     }
   }
 
-  const std::int64_t heads = shape.batch * shape.heads;
-  std::vector<std::vector<HeadMetrics>> per_head(static_cast<std::size_t>(heads));
-  parallel_for(heads, [&](std::int64_t bh) {
-    const std::int64_t b = bh / shape.heads, h = bh % shape.heads;
-    std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];
-    // A row sample: this head's sampled rows that exist (varlen: rows past its sequence do not).
-    std::vector<std::int64_t> sampled;
-    const std::vector<std::int64_t>* rows = nullptr;
-    if (sample && !sample->all) {
-      for (std::int64_t r : sample->per_head[static_cast<std::size_t>(bh)]) {
-        if (r < inputs.problem.q_len_of(b)) sampled.push_back(r);
-      }
-      rows = &sampled;
-      if (sampled.empty()) {  // nothing of this head judged
-        mine.assign(traced.size() + produced.size(), HeadMetrics{});
-        return;
-      }
+  const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
+  std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
+  parallel_for(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t item) {
+    const RowBlock& block = blocks[static_cast<std::size_t>(item)];
+    const std::int64_t b = block.b, h = block.h;
+    std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(item)];
+    const std::vector<std::int64_t>* rows = block.whole_head ? nullptr : &block.rows;
+    if (rows && rows->empty()) {  // nothing of this head judged
+      mine.assign(traced.size() + produced.size(), HeadMetrics{});
+      return;
     }
     const HeadInputs in = rows ? head_inputs(inputs, b, h, *rows) : head_inputs(inputs, b, h);
     const QuantityMap e2e = end_to_end_reference(in, shape, graph);
@@ -213,13 +235,12 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
       spot.rows = rows;
       Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
-      MatrixR k = head_matrix(c.tensor, b, h) * out.value_scale;
-      MatrixR twin = twins[n] ? MatrixR(head_matrix(twins[n]->tensor, b, h) * out.value_scale) : MatrixR();
-      if (rows) {
-        k = rows_of(k, *rows);
-        if (twins[n]) twin = rows_of(twin, *rows);
-        e.rows = static_cast<std::int64_t>(rows->size());
-      }
+      const auto read = [&](const HostTensor& t) -> MatrixR {
+        return (rows ? head_rows(t, b, h, *rows) : head_matrix(t, b, h)) * out.value_scale;
+      };
+      MatrixR k = read(c.tensor);
+      MatrixR twin = twins[n] ? read(twins[n]->tensor) : MatrixR();
+      if (rows) e.rows = static_cast<std::int64_t>(rows->size());
       k = k.topLeftCorner(e.rows, e.cols).eval();
       HeadMetrics m{compare_head(spot, k, top_left(e2e.at(key_of(stage, out)), e), out.dtype, judged_by), Metrics{}};
       if (twins[n]) {

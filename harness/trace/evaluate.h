@@ -36,10 +36,12 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 
 // `references`, when given, receives one entry per captured output (for snapshots; rows
 // a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison
-// to its rows.
+// to its rows. A head larger than `block_elements` is judged in blocks of rows
+// (kRowBlockElements, reference/attention.h).
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
                                            BoundChoice judged_by = BoundChoice::tight,
-                                           const RowSample* sample = nullptr);
+                                           const RowSample* sample = nullptr,
+                                           std::int64_t block_elements = kRowBlockElements);
 
 }  // namespace fc
