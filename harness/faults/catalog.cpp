@@ -365,9 +365,9 @@ std::vector<FaultSpec>& catalog_storage() {
                  }});
     c.push_back({"varlen-cu-seqlens", "varlen: query rows read at cu_seqlens_k[b] instead of cu_seqlens_q[b]",
                  {"cpu-emulated-paged", "wmma-fused"}, trigger({3, 2, 40, 64, 64}, "varlen=20:30,30:50,10:64", "normal"),
-                 "the first qk of sequence 1", "misplaced-values", [](const AttentionInputs& in, const StageGraph& g) {
+                 "the first qk of sequence 1", "wrong-operand", [](const AttentionInputs& in, const StageGraph& g) {
                    const PackedInputs packed = pack_inputs(in);
-                   return first_difference(in, g, "misplaced-values", [&](std::int64_t b, std::int64_t h) {
+                   return first_difference(in, g, "wrong-operand", [&](std::int64_t b, std::int64_t h) {
                      HeadInputs head = head_inputs(in, b, h);
                      head.q = packed_rows(packed.q, packed.cu_seqlens_k[static_cast<std::size_t>(b)],
                                           in.problem.q_len_of(b), h, in.problem.shape.q_len);

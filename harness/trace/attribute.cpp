@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/numeric.h"
+#include "harness/trace/hypotheses/diagnosis.h"
 #include "reference/attention.h"
 
 namespace fc {
@@ -93,29 +94,6 @@ bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& o
   return false;
 }
 
-// The kernel's row as the reference's times one factor (not 1): a normalization or rescale
-// missing or applied twice. Returns the factor.
-std::optional<double> row_scale_factor(const TraceRun& run, const std::vector<OutputReferences>& references,
-                                       std::size_t i, const OutputResult& r, const Index4& at, bool stage_local) {
-  const HostTensor& kernel = run.captured[i].tensor;
-  if (i >= references.size() || r.dims.size() != 4 || kernel.empty()) return std::nullopt;
-  const HostTensor& ref = stage_local ? references[i].local : references[i].end_to_end;
-  if (ref.empty()) return std::nullopt;
-  const std::int64_t cols = r.dims[3], base = ((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) * cols;
-  double lo = kInf, hi = 0;
-  int used = 0;
-  for (std::int64_t c = 0; c < cols; ++c) {
-    const double k = kernel.get(base + c) * r.value_scale, x = ref.get(base + c);
-    if (!std::isfinite(k) || !std::isfinite(x) || std::fabs(x) < 1e-30) continue;
-    const double ratio = k / x;
-    lo = std::min(lo, ratio);
-    hi = std::max(hi, ratio);
-    ++used;
-  }
-  if (used < 2 || lo <= 0 || hi / lo > 1.001 || std::fabs(lo - 1) < 0.01) return std::nullopt;
-  return 0.5 * (lo + hi);
-}
-
 // An in-place stage (rescale, P.V with beta = 1) that read its buffer before any stage wrote
 // it. Its output then holds poison: NVIDIA arithmetic turns it into the canonical NaN, x86
 // keeps the payload (so it would look unwritten); either way the read is the cause.
@@ -146,8 +124,8 @@ Divergence start(const OutputResult& r) {
   return d;
 }
 
-void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResult>& outputs,
-                const std::vector<OutputReferences>& references, std::size_t i, const Failure& f) {
+void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& run, const std::vector<OutputResult>& outputs,
+                const std::vector<OutputReferences>& references, std::size_t i, const Failure& f, const RowSample* rows) {
   const OutputResult& r = outputs[i];
   const double k = f.element.kernel, ref = f.element.reference;
   const bool bad_value = !std::isfinite(k) && std::isfinite(ref);
@@ -175,7 +153,9 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
                  " masked): the row max is -inf and exp(-inf - (-inf)) gave " + number_text(k) + " in " + r.stage_name;
     return;
   }
-  if (r.kind == StageKind::qk && (std::isinf(k) || std::fabs(ref) > max_finite(r.dtype))) {
+  // Out of range only when the value really exceeds the format (a -inf where the reference
+  // is an ordinary score is a mask, tested below).
+  if (r.kind == StageKind::qk && std::isfinite(ref) && std::fabs(ref) > max_finite(r.dtype)) {
     d.cause = "score-overflow";
     d.evidence = "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " + number_text(k) +
                  ": it overflows " + dtype_name(r.dtype) + " (largest finite " + number_text(max_finite(r.dtype)) + ")";
@@ -189,14 +169,14 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
                  ", and exp of more than 88.7 exceeds fp32 (is the row max subtracted before exp?)";
     return;
   }
-  if (std::isfinite(k)) {
-    if (const std::optional<double> factor = row_scale_factor(run, references, i, r, d.index, f.stage_local)) {
-      d.cause = "scale-mismatch";
-      d.evidence = "row " + std::to_string(d.index.row) + " of " + r.name + " (b=" + std::to_string(d.index.b) +
-                   " h=" + std::to_string(d.index.h) + ") is the reference times " + number_text(*factor) +
-                   ": a normalization or rescale is missing or applied twice";
-      return;
-    }
+  // Hypotheses tested on the numbers (harness/trace/hypotheses/): the best explanation of
+  // at least 90% of the failing head's bad elements names the cause.
+  const Diagnosis diagnosis = make_diagnosis(inputs, run, outputs, references, i, d.index, f.stage_local, rows);
+  const Explanation best = best_explanation(test_hypotheses(diagnosis));
+  if (!best.cause.empty() && best.cause != "unknown") {
+    d.cause = best.cause;
+    d.evidence = best.evidence;
+    return;
   }
   if (std::isfinite(k) && f.bound > 0 && std::fabs(k - ref) / f.bound < kPrecisionLossLimit) {
     d.cause = "precision-loss";
@@ -209,7 +189,8 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
   d.evidence = r.name + " holds " + number_text(k) + " at " + at_text(d.index) + " where the reference is " + number_text(ref) +
                (std::isfinite(k) && f.bound > 0
                     ? " (" + number_text(std::fabs(k - ref) / f.bound) + "x the bound)"
-                    : std::string());
+                    : std::string()) +
+               (best.cause == "unknown" ? "; " + best.evidence : std::string());
 }
 
 // A failing result of the production build's run: unwritten, different from its trace
@@ -292,7 +273,7 @@ RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64
 
 std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
                                     const std::vector<OutputResult>& outputs,
-                                    const std::vector<OutputReferences>& references) {
+                                    const std::vector<OutputReferences>& references, const RowSample* rows) {
   for (std::size_t i = 0; i < run.captured.size(); ++i) {
     const OutputResult& r = outputs[i];
     const std::size_t stage = run.captured[i].stage;
@@ -370,7 +351,7 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
                    std::to_string(defect->at.row) + " dim " + std::to_string(defect->at.col) + ", which reaches " + r.name;
       return d;
     }
-    name_cause(d, run, outputs, references, i, *f);
+    name_cause(d, inputs, run, outputs, references, i, *f, rows);
     return d;
   }
   for (std::size_t n = 0; n < run.production.results.size(); ++n) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/trace/evaluate.h"
+#include "harness/trace/row_sample.h"
 #include "harness/trace/session.h"
 #include "reports/case_result.h"
 
@@ -21,9 +22,10 @@ std::optional<InputDefect> find_input_defect(const AttentionInputs& inputs);
 
 // `references`: per output, what it was compared with (evaluate_outputs); used to recognise
 // values off by one factor per row.
+// `rows`: the judged rows of a row sample (null: every row).
 std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
                                     const std::vector<OutputResult>& outputs,
-                                    const std::vector<OutputReferences>& references);
+                                    const std::vector<OutputReferences>& references, const RowSample* rows = nullptr);
 
 // The reference's view of one row: its max and sum over the whole row, keys attended.
 RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64_t h, std::int64_t row);

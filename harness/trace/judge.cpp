@@ -38,7 +38,7 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   const RowSample sample = sample_rows(inputs.problem, run.graph, options.rows);
   result.coverage = sample.all ? "" : sample.coverage;
   result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample);
-  result.divergence = attribute(inputs, run, result.outputs, refs);
+  result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
 }

@@ -6,15 +6,6 @@
 #include "kernels/implementation.h"
 
 namespace fc::test {
-namespace {
-// Cause ids the hypothesis-based attribution names (being merged beside this work): until it
-// is, the current attribution names another cause for these cells, which is reported, not
-// required. Stage and element are required of every cell.
-bool cause_pending_attribution(const std::string& cause) {
-  return cause == "wrong-operand" || cause == "mask-mismatch" || cause == "misplaced-values";
-}
-}  // namespace
-
 std::size_t check_fault_matrix(bool gpu) {
   MatrixOptions options;
   options.gpu = gpu;
@@ -34,12 +25,7 @@ std::size_t check_fault_matrix(bool gpu) {
     CHECK(c.clean_ok());
     CHECK(c.stage_ok);
     CHECK(c.index_ok);
-    if (cause_pending_attribution(c.expected.cause) && !c.cause_ok) {
-      WARN(c.fault << " in " << c.impl << ": cause " << c.expected.cause << " awaits the hypothesis-based attribution, found "
-                   << (c.faulty.divergence ? c.faulty.divergence->cause : std::string("none")));
-    } else {
-      CHECK(c.cause_ok);
-    }
+    CHECK(c.cause_ok);
   }
   return cells.size();
 }

@@ -1,0 +1,98 @@
+#include "harness/trace/hypotheses/diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "harness/trace/row_sample.h"
+#include "reference/attention.h"
+#include "reference/compare.h"
+
+namespace fc {
+
+bool Diagnosis::key_indexed() const {
+  return result.quantity == Quantity::scores || result.quantity == Quantity::probs ||
+         result.quantity == Quantity::p_tilde;
+}
+
+bool Diagnosis::explains(const BadElement& e, double predicted) const {
+  const double k = e.kernel;
+  if (!std::isfinite(predicted) || !std::isfinite(k)) return predicted == k;
+  const double tolerance = 2 * e.bound + 4 * unit_roundoff(result.dtype) * std::fabs(predicted) + 1e-300;
+  return std::fabs(k - predicted) <= tolerance;
+}
+
+Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, const std::vector<OutputResult>& outputs,
+                         const std::vector<OutputReferences>& references, std::size_t index, const Index4& at,
+                         bool stage_local, const RowSample* rows) {
+  const OutputResult& r = outputs[index];
+  Diagnosis d(inputs, run, r);
+  d.b = at.b;
+  d.h = at.h;
+  d.stage_local = stage_local;
+  d.col_offset = r.col_offset;
+  d.head = head_inputs(inputs, d.b, d.h);
+  const HostTensor& kernel = run.captured[index].tensor;
+  if (kernel.empty() || index >= references.size() || references[index].end_to_end.empty()) return d;
+  const OutputReferences& refs = references[index];
+  const bool tight = (stage_local ? r.local : r.end_to_end).judged_by == BoundChoice::tight;
+  const HostTensor& reference = stage_local ? refs.local : refs.end_to_end;
+  const HostTensor& bound = stage_local ? (tight ? refs.local_tight : refs.local_bound)
+                                        : (tight ? refs.end_to_end_tight : refs.end_to_end_bound);
+  d.reference_tensor = &reference;
+  d.kernel = head_matrix(kernel, d.b, d.h) * r.value_scale;
+  d.reference = head_matrix(reference, d.b, d.h);
+  d.bound = head_matrix(bound, d.b, d.h);
+
+  std::vector<std::int64_t> judged;
+  if (rows && !rows->all) judged = rows->per_head[static_cast<std::size_t>(d.b * inputs.problem.shape.heads + d.h)];
+  const std::int64_t q_len = inputs.problem.q_len_of(d.b), kv_len = inputs.problem.kv_len_of(d.b);
+  const bool keys = d.key_indexed();
+  auto visit = [&](Eigen::Index i) {
+    for (Eigen::Index c = 0; c < d.kernel.cols(); ++c) {
+      if (keys && d.col_offset + c >= kv_len) break;
+      const double k = d.kernel(i, c), x = d.reference(i, c), bnd = d.bound(i, c);
+      if (normalized_error(k, x, bnd) <= 1.0) continue;
+      ++d.bad_total;
+      if (d.bad.size() < kMaxBad) {
+        d.bad.push_back({i, r.dims.size() == 4 ? (keys ? d.col_offset + c : c) : -1, i, c, k, x, bnd});
+      }
+    }
+  };
+  if (!judged.empty()) {
+    for (std::int64_t i : judged) {
+      if (i < q_len && i < d.kernel.rows()) visit(i);
+    }
+  } else {
+    for (Eigen::Index i = 0; i < std::min<Eigen::Index>(q_len, d.kernel.rows()); ++i) visit(i);
+  }
+  return d;
+}
+
+std::vector<Explanation> test_hypotheses(const Diagnosis& d) {
+  if (d.bad.empty()) return {};
+  return {test_mask_mismatch(d), test_wrong_operand(d), test_key_range(d), test_misplaced_values(d),
+          test_scale_mismatch(d)};
+}
+
+Explanation best_explanation(const std::vector<Explanation>& all) {
+  const Explanation* best = nullptr;
+  for (const Explanation& e : all) {
+    if (e.cause.empty() || e.explained <= 0) continue;
+    if (!best || e.explained > best->explained + 1e-12) best = &e;
+  }
+  if (!best) return {};
+  if (best->explained >= 0.9) return *best;
+  return {"unknown", best->explained, "no hypothesis explains 90% of the bad elements; best partial: " + best->cause +
+                                          ", " + best->evidence};
+}
+
+std::string explained_text(const Diagnosis& d, std::size_t explained) {
+  std::ostringstream s;
+  const std::size_t tested = d.bad.size();
+  s << explained << " of " << tested << " bad elements";
+  if (static_cast<std::int64_t>(tested) < d.bad_total) s << " tested (of " << d.bad_total << ")";
+  return s.str();
+}
+
+}  // namespace fc

@@ -1,0 +1,81 @@
+#pragma once
+// Causes from evidence: for the first stage output that is wrong (finite values over their
+// bound, or a finite value where the reference has none), each hypothesis predicts what the
+// kernel would hold under one kind of bug, tested on the captured numbers. An element is
+// explained when the prediction equals the kernel's value within that element's bound plus
+// the rounding of the kernel's format (or is the same infinity, or the same zero).
+// The registry (hypotheses.cpp) runs them all and keeps the best explanation; none of them
+// knows a fault's name.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/inputs.h"
+#include "harness/trace/evaluate.h"
+#include "harness/trace/session.h"
+#include "reference/stage_eval.h"
+#include "reports/case_result.h"
+
+namespace fc {
+
+struct RowSample;
+
+// One bad element of the failing head: its row (the query row) and column (the global key
+// for key-indexed quantities, the feature for outputs, -1 for row quantities).
+struct BadElement {
+  std::int64_t row = 0, col = -1;
+  Eigen::Index r = 0, c = 0;  // its place in the head's matrices
+  double kernel = 0, reference = 0, bound = 0;
+};
+
+struct Diagnosis {
+  Diagnosis(const AttentionInputs& in, const TraceRun& r, const OutputResult& out) : inputs(in), run(r), result(out) {}
+  const AttentionInputs& inputs;
+  const TraceRun& run;
+  const OutputResult& result;
+  std::int64_t b = 0, h = 0;
+  HeadInputs head;                  // (b, h) in FP64: q, its K/V head's k and v, bias, scale
+  MatrixR kernel, reference, bound;  // the failing output's head, its reference and deciding bound
+  const HostTensor* reference_tensor = nullptr;  // the reference of every head (end to end or stage-local)
+  std::int64_t col_offset = 0;      // global key of column 0 (a tile)
+  bool stage_local = false;
+  std::vector<BadElement> bad;      // in row-major order, at most kMaxBad
+  std::int64_t bad_total = 0;
+
+  bool key_indexed() const;  // scores, probs, p~: columns are keys
+  // Whether `predicted` explains the kernel's value at e.
+  bool explains(const BadElement& e, double predicted) const;
+};
+
+constexpr std::size_t kMaxBad = 4096;
+
+// The diagnosis of output `index` of the run at the failing element's head; `rows` the judged
+// rows (a sample), null for every row.
+Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, const std::vector<OutputResult>& outputs,
+                         const std::vector<OutputReferences>& references, std::size_t index, const Index4& at,
+                         bool stage_local, const RowSample* rows);
+
+struct Explanation {
+  std::string cause;  // empty: no explanation
+  double explained = 0;  // fraction of the bad elements
+  std::string evidence;
+};
+
+// Every hypothesis, in the order that breaks ties (the more specific first).
+std::vector<Explanation> test_hypotheses(const Diagnosis& d);
+
+// The winner: the best explanation of at least 90% of the bad elements; otherwise cause
+// "unknown" with "best partial: ..." (or an empty cause when no hypothesis explained any).
+Explanation best_explanation(const std::vector<Explanation>& all);
+
+// One family a file (harness/trace/hypotheses/*.cpp).
+Explanation test_mask_mismatch(const Diagnosis& d);
+Explanation test_wrong_operand(const Diagnosis& d);
+Explanation test_misplaced_values(const Diagnosis& d);
+Explanation test_key_range(const Diagnosis& d);
+Explanation test_scale_mismatch(const Diagnosis& d);
+
+// "N of M bad elements" with the fraction, for evidence sentences.
+std::string explained_text(const Diagnosis& d, std::size_t explained);
+
+}  // namespace fc

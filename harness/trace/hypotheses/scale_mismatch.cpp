@@ -1,0 +1,58 @@
+// scale-mismatch: the bad elements are the reference times one constant (a tensor, or each
+// row its own: a normalization or rescale missing, inverted or applied twice). The factor is
+// fitted from the first bad element and named against the quantities a kernel multiplies by.
+#include <cmath>
+#include <vector>
+
+#include "core/numeric.h"
+#include "harness/trace/hypotheses/diagnosis.h"
+
+namespace fc {
+namespace {
+
+std::string name_of(const Diagnosis& d, double factor) {
+  const double scale = d.head.scale, dim = static_cast<double>(d.head.q.cols());
+  const std::pair<double, const char*> named[] = {
+      {scale, "the softmax scale"}, {1 / scale, "1 / the softmax scale"}, {scale * scale, "the scale squared"},
+      {std::sqrt(dim), "sqrt(D)"}, {1 / std::sqrt(dim), "1 / sqrt(D)"}, {std::log(2.0), "ln 2"},
+      {1 / std::log(2.0), "log2(e)"}, {2.0, "2"}, {0.5, "1/2"}, {1.5, "1.5"}};
+  for (const auto& [value, name] : named) {
+    if (std::fabs(factor / value - 1) < 1e-3) return std::string(" (") + name + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+Explanation test_scale_mismatch(const Diagnosis& d) {
+  Explanation best;
+  // One factor for the tensor, then one per row.
+  for (bool per_row : {false, true}) {
+    std::size_t n = 0;
+    double factor = 0;
+    std::int64_t row = -1;
+    std::vector<double> factors;
+    for (const BadElement& e : d.bad) {
+      if (!std::isfinite(e.kernel) || e.reference == 0 || !std::isfinite(e.reference)) continue;
+      if (factor == 0 || (per_row && e.row != row)) {
+        factor = e.kernel / e.reference;
+        row = e.row;
+        factors.push_back(factor);
+      }
+      if (std::fabs(factor - 1) > 1e-3 && d.explains(e, e.reference * factor)) ++n;
+    }
+    if (n == 0) continue;
+    const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
+    if (fraction <= best.explained) continue;
+    const std::string what =
+        per_row && factors.size() > 1 ? "each row the reference times its own factor (row " + std::to_string(d.bad.front().row) +
+                                            ": " + number_text(factors.front()) + name_of(d, factors.front()) + ")"
+                                      : "the reference times " + number_text(factors.front()) + name_of(d, factors.front());
+    best = {"scale-mismatch", fraction,
+            d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) + " is " + what +
+                ": a scale or normalization missing, inverted or applied twice; " + explained_text(d, n)};
+  }
+  return best;
+}
+
+}  // namespace fc

@@ -1,0 +1,206 @@
+// Causes from evidence: each hypothesis of harness/trace/hypotheses/ is planted, outside the
+// fault catalog, in a small CPU implementation whose stages are computed with the bug, and the
+// attribution must name it with its evidence.
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "catch.h"
+#include "harness/inputs.h"
+#include "harness/trace/judge.h"
+#include "kernels/cpu_emulated/buffer_io.h"
+#include "kernels/cpu_emulated/emulate.h"
+#include "reference/attention.h"
+
+namespace fc {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// qk, softmax and P.V computed per head in the emulated arithmetic. `scores_from` may change
+// the inputs the scores are formed from; `output_of` may replace a head's output (given the
+// FP64 probabilities and every head's inputs).
+class Planted final : public Implementation {
+ public:
+  using ScoresFrom = std::function<void(const AttentionInputs&, std::int64_t b, std::int64_t h, HeadInputs&)>;
+  using OutputOf = std::function<void(const AttentionInputs&, std::int64_t b, std::int64_t h, const MatrixR& p, MatrixR& out)>;
+  Planted(ScoresFrom scores, OutputOf output) : scores_from_(std::move(scores)), output_of_(std::move(output)) {}
+
+  std::string name() const override { return "planted"; }
+  std::string summary() const override { return "test"; }
+  bool on_gpu() const override { return false; }
+  StageGraph stage_graph(const Problem& p) const override {
+    StageGraph g;
+    g.algorithm.kind = Algorithm::Kind::full;
+    g.arithmetic = nominal_arithmetic(p.dtype);
+    g.stages = {{StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
+                {StageKind::softmax, -1, -1, {{"", Quantity::probs, DType::f32}}},
+                {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}}};
+    return g;
+  }
+  void prepare(const Problem& p, Workspace& ws, bool) override {
+    const Shape& s = p.shape;
+    scores_ = &ws.allocate("scores", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);
+    probs_ = &ws.allocate("probs", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);
+    out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
+  }
+  void run(RunContext& ctx) override {
+    const Shape& s = ctx.inputs.problem.shape;
+    for (std::int64_t bh = 0; bh < s.batch * s.heads; ++bh) {
+      const std::int64_t b = bh / s.heads, h = bh % s.heads;
+      HeadInputs in = head_inputs(ctx.inputs, b, h);
+      if (scores_from_) scores_from_(ctx.inputs, b, h, in);
+      const MatrixR sc = emu::qk(in, 0, s.kv_len, DType::f32);
+      const emu::Softmax sm = emu::softmax(sc, DType::f32);
+      MatrixR out = emu::pv(sm.p, in.v, nullptr, DType::f32, ctx.inputs.problem.dtype);
+      if (output_of_) output_of_(ctx.inputs, b, h, sm.p, out);
+      emu::write_block(*scores_, bh, sc);
+      emu::write_block(*probs_, bh, sm.p);
+      emu::write_block(*out_, bh, out);
+    }
+    const Dims sd{s.batch, s.heads, s.q_len, s.kv_len};
+    ctx.tap->capture(0, 0, scores_->view(sd));
+    ctx.tap->capture(1, 0, probs_->view(sd));
+    ctx.tap->capture(2, 0, out_->view({s.batch, s.heads, s.q_len, s.head_dim}));
+  }
+
+ private:
+  ScoresFrom scores_from_;
+  OutputOf output_of_;
+  Buffer *scores_ = nullptr, *probs_ = nullptr, *out_ = nullptr;
+};
+
+CaseSpec case_of(const std::string& mask) {
+  CaseSpec s;
+  s.shape = {2, 3, 24, 40, 64};
+  s.mask = mask;
+  s.seed = 11;
+  return s;
+}
+
+Divergence diverged(Planted& impl, const CaseSpec& spec) {
+  const AttentionInputs in = generate_inputs(spec);
+  const CaseResult r = judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), nullptr);
+  REQUIRE(r.verdict == Verdict::diverged);
+  INFO(r.divergence->cause << ": " << r.divergence->evidence);
+  return *r.divergence;
+}
+
+// The FP64 attention output of a head with its probabilities changed by `change`.
+MatrixR output_with(const AttentionInputs& in, std::int64_t b, std::int64_t h,
+                    const std::function<void(MatrixR& p)>& change) {
+  const HeadInputs head = head_inputs(in, b, h);
+  MatrixR s = head.scale * (head.q * head.k.transpose()) + head.bias;
+  MatrixR p = MatrixR::Zero(s.rows(), s.cols());
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    const double m = s.row(i).maxCoeff();
+    if (m == -kInf) continue;
+    for (Eigen::Index j = 0; j < s.cols(); ++j) p(i, j) = std::exp(s(i, j) - m);
+  }
+  change(p);
+  for (Eigen::Index i = 0; i < p.rows(); ++i) {
+    const double l = p.row(i).sum();
+    if (l > 0) p.row(i) /= l;
+  }
+  return p * head.v;
+}
+
+}  // namespace
+
+TEST_CASE("hypothesis mask-mismatch: a causal mask that also masks the diagonal is named, with its diagonal",
+          "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs&, std::int64_t, std::int64_t, HeadInputs& in) {
+        const std::int64_t diagonal = in.k.rows() - in.q.rows();
+        for (Eigen::Index i = 0; i < in.q.rows(); ++i) in.bias(i, i + diagonal) = -kInf;
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("causal-br"));
+  CHECK(d.stage == "qk");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("the causal diagonal itself") != std::string::npos);
+}
+
+TEST_CASE("hypothesis mask-mismatch: rows with no key holding the uniform average of V", "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    const HeadInputs head = head_inputs(in, b, h);
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      if ((head.bias.row(i).array() == -kInf).all()) out.row(i) = head.v.colwise().mean();
+    }
+  });
+  const Divergence d = diverged(impl, case_of("masked-rows"));
+  CHECK(d.stage == "pv");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("uniform average of V") != std::string::npos);
+}
+
+TEST_CASE("hypothesis wrong-operand: K read from the previous head", "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs& in, std::int64_t b, std::int64_t h, HeadInputs& head) {
+        if (h > 0) head.k = head_inputs(in, b, h - 1).k;
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.stage == "qk");
+  CHECK(d.index.h == 1);
+  CHECK(d.cause == "wrong-operand");
+  CHECK(d.evidence.find("K read from head 0") != std::string::npos);
+}
+
+TEST_CASE("hypothesis wrong-operand: Q read 5 rows late", "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs& in, std::int64_t b, std::int64_t h, HeadInputs& head) {
+        const HeadInputs own = head_inputs(in, b, h);
+        for (Eigen::Index i = 0; i + 5 < head.q.rows(); ++i) head.q.row(i) = own.q.row(i + 5);
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.cause == "wrong-operand");
+  CHECK(d.evidence.find("Q read 5 rows past") != std::string::npos);
+}
+
+TEST_CASE("hypothesis misplaced-values: each head's output written into the next head's slot", "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    if (h > 0) out = output_with(in, b, h - 1, [](MatrixR&) {});
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.stage == "pv");
+  CHECK(d.cause == "misplaced-values");
+  CHECK(d.evidence.find("holds the reference of head 0") != std::string::npos);
+}
+
+TEST_CASE("hypotheses missing-keys and duplicated-keys: the last key dropped, key 7 counted twice", "[trace][hypotheses]") {
+  Planted dropped(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    out = output_with(in, b, h, [](MatrixR& p) { p.col(p.cols() - 1).setZero(); });
+  });
+  const Divergence d = diverged(dropped, case_of("none"));
+  CHECK(d.cause == "missing-keys");
+  CHECK(d.evidence.find("key 39 left out") != std::string::npos);
+
+  Planted doubled(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    out = output_with(in, b, h, [](MatrixR& p) { p.col(7) *= 2; });
+  });
+  const Divergence t = diverged(doubled, case_of("none"));
+  CHECK(t.cause == "duplicated-keys");
+  CHECK(t.evidence.find("key 7 counted twice") != std::string::npos);
+}
+
+TEST_CASE("hypothesis scale-mismatch: the output multiplied by the softmax scale once more", "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t, std::int64_t, const MatrixR&, MatrixR& out) {
+    out *= in.problem.scale;
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.cause == "scale-mismatch");
+  CHECK(d.evidence.find("(the softmax scale)") != std::string::npos);
+}
+
+TEST_CASE("no hypothesis: values nobody predicts are unknown, with the best partial explanation", "[trace][hypotheses]") {
+  // Every output element of row 3 replaced by a constant no hypothesis produces.
+  Planted impl(nullptr, [](const AttentionInputs&, std::int64_t, std::int64_t, const MatrixR&, MatrixR& out) {
+    out.row(3).setConstant(0.3017);
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.cause == "unknown");
+}
+
+}  // namespace fc
