@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "stages/cublaslt/descriptor_json.h"
 
 namespace fc {
@@ -214,10 +214,7 @@ void write_descriptors(H5Writer& out, const std::vector<DescriptorReport>& repor
     out.set_attribute(o, "stage", static_cast<std::int64_t>(r.stage));
     out.set_attribute(o, "launched", std::int64_t{r.launched ? 1 : 0});
     out.set_attribute(o, "name", r.record.name);
-    std::ostringstream json;
-    JsonWriter writer(json);
-    write_json(writer, r.record);
-    out.set_attribute(o, "record_json", json.str());
+    out.set_attribute(o, "record_json", json_text(record_json(r.record)));
     std::vector<std::string> findings;
     for (const LintFinding& f : r.findings) findings.push_back(f.rule + "\t" + f.operand + "\t" + f.message);
     out.set_attribute(o, "findings", joined_lines(findings));
