@@ -35,6 +35,7 @@ struct Metrics {
   std::int64_t elements = 0;
   std::int64_t nan_kernel = 0, posinf_kernel = 0, neginf_kernel = 0;
   std::int64_t nan_reference = 0, inf_reference = 0;
+  std::int64_t masked_neg_inf = 0;  // kernel -inf where the reference is -inf: masked scores, a masked row's max
   double max_abs_error = 0, max_rel_error = 0, max_normalized_error = 0;  // over finite pairs; normalized includes non-finite (inf)
   std::int64_t over_bound = 0;
   std::int64_t max_ulp = 0;  // in the kernel's stored format, finite pairs

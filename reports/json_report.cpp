@@ -31,6 +31,7 @@ Json metrics_json(const Metrics& m) {
   j["inf_kernel"] = m.posinf_kernel + m.neginf_kernel;
   j["nan_reference"] = m.nan_reference;
   j["inf_reference"] = m.inf_reference;
+  j["masked_neg_inf"] = m.masked_neg_inf;
   j["max_abs_error"] = json_number(m.max_abs_error);
   j["max_rel_error"] = json_number(m.max_rel_error);
   j["max_normalized_error"] = json_number(m.max_normalized_error);
@@ -101,6 +102,7 @@ Json divergence_json(const std::optional<Divergence>& d) {
   j["evidence"] = d->evidence;
   j["stage_local"] = d->stage_local;
   j["kernel"] = optional_number(d->kernel);
+  j["kernel_unwritten"] = d->kernel_unwritten;
   j["reference"] = optional_number(d->reference);
   j["bound"] = optional_number(d->bound);
   j["row"] = row_json(d->row);

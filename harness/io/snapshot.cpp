@@ -321,6 +321,12 @@ void write_snapshot(const std::string& path, const std::string& command, const A
 Snapshot read_snapshot(const H5Reader& in) {
   Snapshot s;
   s.file = read_case_file(in);
+  if (s.file.kind == "reference") {
+    throw file_error(in.path(), "this is a reference file (from `flashcore-check reference`), not a snapshot");
+  }
+  if (s.file.kind == "report") {
+    throw file_error(in.path(), "this is a bug report, not a snapshot: `flashcore-check triage` reads it");
+  }
   const Fields meta(in, "/meta");
   s.impl = meta.text("impl");
   s.fault = meta.text("fault");
