@@ -25,6 +25,7 @@
 #include "kernels/common/device_inputs.h"
 #include "kernels/implementation.h"
 #include "reference/attention.h"
+#include "reports/progress.h"
 #include "stages/device_info.h"
 #include "stages/device_kernels.h"
 
@@ -216,29 +217,39 @@ int run_bench(const BenchCommand& command) {
     if (!impl->on_gpu() && !command.impls.empty()) throw Error("bench: " + impl->name() + " is a CPU implementation");
     if (impl->on_gpu()) impls.push_back(std::move(impl));
   }
-  std::vector<Line> lines = bench_reference(command.quick);
-  const DeviceInfo device = device_info();
-  if (!device.available) {
-    std::printf("no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
-    print_table(lines);
-    return kExitPass;
-  }
-  std::printf("device: %s\n", device.describe().c_str());
-  CudaStream stream;
-  for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
-
   std::vector<Shape> shapes;
   for (const std::string& s : command.shapes) shapes.push_back(parse_shape(s));
   if (shapes.empty() && command.quick) shapes = {{2, 4, 512, 512, 64}};
   if (shapes.empty()) shapes = {{16, 16, 2048, 2048, 64}, {16, 16, 4096, 4096, 64}, {4, 16, 4096, 4096, 128}};
   const std::vector<std::string> masks = command.masks.empty() ? std::vector<std::string>{"none", "causal"} : command.masks;
+  for (const std::string& mask : masks) {
+    if (mask != "none" && mask != "causal") throw Error("--mask '" + mask + "': bench times none or causal");
+  }
+  const DeviceInfo device = device_info();
+  if (!device.available) std::fprintf(stderr, "no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
+
+  // The reference, the flag kernel, then every implementation on every shape and mask.
+  Progress progress("bench", 1 + (device.available ? 1 + static_cast<std::int64_t>(shapes.size() * masks.size() * impls.size()) : 0));
+  std::vector<Line> lines = bench_reference(command.quick);
+  progress.advance();
+  if (!device.available) {
+    progress.clear();
+    print_table(lines);
+    return kExitPass;
+  }
+  CudaStream stream;
+  for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
+  progress.advance();
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {
         for (const Line& l : bench_implementation(*impl, shape, mask, sdpa, stream.get())) lines.push_back(l);
+        progress.advance();
       }
     }
   }
+  progress.clear();
+  std::printf("device: %s\n", device.describe().c_str());
   print_table(lines);
   return kExitPass;
 }

@@ -25,6 +25,7 @@ struct TraceCommand {
   std::vector<std::string> snapshot_stages;  // which stage tensors the snapshot stores
   bool fixture = false;                      // write fixtures rather than snapshots
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_trace(const TraceCommand& command);
 
@@ -32,11 +33,13 @@ struct ReplayCommand {
   std::string file;
   ReportFiles reports;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_replay(const ReplayCommand& command);
 
 struct DiffCommand {
   std::string a, b;
+  bool quiet = false;  // only the summary line
 };
 int run_diff(const DiffCommand& command);
 
@@ -45,6 +48,7 @@ struct FixturesCommand {
   ReportFiles reports;
   bool write_manifest = false;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_fixtures(const FixturesCommand& command);
 
@@ -54,6 +58,7 @@ struct FaultsCommand {
   std::string snapshots;  // write each faulty run as a fixture into this folder
   ReportFiles reports;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_faults(const FaultsCommand& command);
 
@@ -65,6 +70,7 @@ struct TriageCommand {
   std::string minimize;  // write the smallest failing case here
   ReportFiles reports;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_triage(const TriageCommand& command);
 

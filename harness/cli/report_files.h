@@ -13,6 +13,9 @@ struct ReportFiles {
   std::string json, junit;  // empty: not written
 };
 
+// Refuses, before any work, a --json or --junit path that could not be written.
+void check_report_files(const ReportFiles& files);
+
 // JSON of the cases; JUnit of `junit` (or, when empty, one testcase per case).
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
                         const std::string& suite, std::vector<JunitCase> junit = {},

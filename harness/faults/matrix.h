@@ -8,6 +8,7 @@
 
 #include "harness/faults/catalog.h"
 #include "reports/case_result.h"
+#include "reports/progress.h"
 
 namespace fc {
 
@@ -25,6 +26,7 @@ struct MatrixOptions {
   bool gpu = false;                        // GPU implementations can run
   std::string snapshots;                   // a folder: write each faulty run as a fixture
   std::string command_line;
+  Progress* progress = nullptr;            // told the cells' count, then each cell done
 };
 
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options);
@@ -34,6 +36,6 @@ struct SweepResult {
   std::vector<CaseResult> divergences;  // should stay empty
 };
 // `cases` random clean cases (harness/random_cases.h), each through every selected implementation.
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu);
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, Progress* progress = nullptr);
 
 }  // namespace fc
