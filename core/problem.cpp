@@ -1,6 +1,7 @@
 #include "core/problem.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "core/error.h"
@@ -9,6 +10,7 @@ namespace fc {
 
 std::string Shape::to_string() const {
   std::string s = "B" + std::to_string(batch) + " H" + std::to_string(heads);
+  if (kv_head_count() != heads) s += ":" + std::to_string(kv_head_count());
   if (q_len == kv_len) {
     s += " S" + std::to_string(q_len);
   } else {
@@ -19,7 +21,7 @@ std::string Shape::to_string() const {
 
 bool Shape::operator==(const Shape& o) const {
   return batch == o.batch && heads == o.heads && q_len == o.q_len && kv_len == o.kv_len &&
-         head_dim == o.head_dim;
+         head_dim == o.head_dim && kv_head_count() == o.kv_head_count();
 }
 
 std::string Mask::describe() const {
@@ -28,54 +30,98 @@ std::string Mask::describe() const {
   if (causal == Causal::top_left) add("causal");
   if (causal == Causal::bottom_right) add("causal-br");
   if (!key_lengths.empty()) add("padding");
+  if (window.active()) add("window");
+  if (has_alibi()) add("alibi");
   if (has_dense()) add(dense_is_bias() ? "bias" : "bool");
   return s.empty() ? "none" : s;
 }
 
-double mask_bias(const Mask& mask, const Shape& shape, std::int64_t b, std::int64_t h,
-                 std::int64_t i, std::int64_t j) {
+std::string Layout::describe() const {
+  std::string s = varlen() ? "varlen" : "";
+  if (paged()) s += (s.empty() ? "" : "+") + std::string("paged=") + std::to_string(block_size);
+  return s;
+}
+
+std::int64_t Problem::q_len_of(std::int64_t b) const {
+  return layout.varlen() ? layout.q_lens.at(static_cast<std::size_t>(b)) : shape.q_len;
+}
+
+std::int64_t Problem::kv_len_of(std::int64_t b) const {
+  return layout.kv_lens.empty() ? shape.kv_len : layout.kv_lens.at(static_cast<std::size_t>(b));
+}
+
+std::string Problem::describe_mask() const {
+  std::string s = mask.describe();
+  auto add = [&s](const std::string& part) { s = (s == "none" ? "" : s + "+") + part; };
+  if (softcap > 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "softcap=%g", softcap);
+    add(text);
+  }
+  if (!layout.describe().empty()) add(layout.describe());
+  return s;
+}
+
+double mask_bias(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
   constexpr double kMasked = -std::numeric_limits<double>::infinity();
+  const Mask& mask = p.mask;
+  if (i >= p.q_len_of(b) || j >= p.kv_len_of(b)) return kMasked;  // no such row or key
+  const std::int64_t diagonal = p.diagonal_of(b);
   if (mask.causal == Causal::top_left && j > i) return kMasked;
-  if (mask.causal == Causal::bottom_right && j > i + (shape.kv_len - shape.q_len)) return kMasked;
+  if (mask.causal == Causal::bottom_right && j > i + diagonal) return kMasked;
   if (!mask.key_lengths.empty() && j >= mask.key_lengths[static_cast<std::size_t>(b)]) return kMasked;
-  if (!mask.has_dense()) return 0;
-  const Dims& d = mask.dense.dims();
-  std::int64_t bb = d[0] == 1 ? 0 : b, hh = d[1] == 1 ? 0 : h;
-  std::int64_t flat = ((bb * d[1] + hh) * d[2] + i) * d[3] + j;
-  double value = mask.dense.get(flat);
-  if (!mask.dense_is_bias()) return value != 0 ? 0 : kMasked;
-  return value;
+  if (mask.window.left >= 0 && j < i + diagonal - mask.window.left) return kMasked;
+  if (mask.window.right >= 0 && j > i + diagonal + mask.window.right) return kMasked;
+  double bias = 0;
+  if (mask.has_dense()) {
+    const Dims& d = mask.dense.dims();
+    const std::int64_t bb = d[0] == 1 ? 0 : b, hh = d[1] == 1 ? 0 : h;
+    const double value = mask.dense.get(((bb * d[1] + hh) * d[2] + i) * d[3] + j);
+    if (!mask.dense_is_bias()) {
+      if (value == 0) return kMasked;
+    } else {
+      bias = value;
+    }
+  }
+  if (mask.has_alibi()) {
+    bias -= mask.alibi_slopes[static_cast<std::size_t>(h)] * std::fabs(static_cast<double>(i - j + diagonal));
+  }
+  return bias;
 }
 
 double default_scale(std::int64_t head_dim) { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 
-void validate(const AttentionInputs& in, const std::string& origin) {
-  const Shape& s = in.problem.shape;
+std::vector<double> standard_alibi_slopes(std::int64_t heads) {
+  std::int64_t n = 1;
+  while (n * 2 <= heads) n *= 2;
+  std::vector<double> slopes;
+  for (std::int64_t h = 0; h < n; ++h) slopes.push_back(std::pow(2.0, -8.0 * static_cast<double>(h + 1) / n));
+  for (std::int64_t h = 0; static_cast<std::int64_t>(slopes.size()) < heads; ++h) {
+    slopes.push_back(std::pow(2.0, -8.0 * static_cast<double>(2 * h + 1) / (2 * n)));
+  }
+  return slopes;
+}
+
+void validate_problem(const Problem& p, const std::string& origin) {
+  const Shape& s = p.shape;
   auto fail = [&](const std::string& what) { throw file_error(origin, what); };
-  if (s.batch < 1 || s.heads < 1 || s.q_len < 1 || s.kv_len < 1 || s.head_dim < 1) {
+  if (s.batch < 1 || s.heads < 1 || s.q_len < 1 || s.kv_len < 1 || s.head_dim < 1 || s.kv_heads < 0) {
     fail("every dimension must be at least 1, got " + s.to_string());
   }
-  if (in.problem.dtype != DType::f16 && in.problem.dtype != DType::bf16 &&
-      in.problem.dtype != DType::f32) {
-    fail(std::string("inputs must be fp16, bf16 or fp32, got ") + dtype_name(in.problem.dtype));
+  if (s.heads % s.kv_head_count() != 0) {
+    fail("query heads (" + std::to_string(s.heads) + ") must be a multiple of K/V heads (" +
+         std::to_string(s.kv_head_count()) + ")");
   }
-  const Dims q_dims{s.batch, s.heads, s.q_len, s.head_dim};
-  const Dims kv_dims{s.batch, s.heads, s.kv_len, s.head_dim};
-  auto check = [&](const HostTensor& t, const char* name, const Dims& want) {
-    if (t.dims() != want) {
-      fail(std::string(name) + " has shape " + dims_string(t.dims()) + ", expected " + dims_string(want));
-    }
-    if (t.dtype() != in.problem.dtype) {
-      fail(std::string(name) + " is " + dtype_name(t.dtype()) + ", expected " + dtype_name(in.problem.dtype));
-    }
-  };
-  check(in.q, "q", q_dims);
-  check(in.k, "k", kv_dims);
-  check(in.v, "v", kv_dims);
-  if (!(in.problem.scale > 0) || !std::isfinite(in.problem.scale)) {
-    fail("scale must be a positive finite number, got " + std::to_string(in.problem.scale));
+  if (p.dtype != DType::f16 && p.dtype != DType::bf16 && p.dtype != DType::f32) {
+    fail(std::string("inputs must be fp16, bf16 or fp32, got ") + dtype_name(p.dtype));
   }
-  const Mask& m = in.problem.mask;
+  if (!(p.scale > 0) || !std::isfinite(p.scale)) {
+    fail("scale must be a positive finite number, got " + std::to_string(p.scale));
+  }
+  if (p.softcap < 0 || !std::isfinite(p.softcap)) {
+    fail("softcap must be a positive finite number (0: none), got " + std::to_string(p.softcap));
+  }
+  const Mask& m = p.mask;
   if (!m.key_lengths.empty()) {
     if (static_cast<std::int64_t>(m.key_lengths.size()) != s.batch) {
       fail("key padding lengths: " + std::to_string(m.key_lengths.size()) + " given for batch " +
@@ -85,6 +131,19 @@ void validate(const AttentionInputs& in, const std::string& origin) {
       if (len < 0 || len > s.kv_len) {
         fail("key padding length " + std::to_string(len) + " outside [0, " + std::to_string(s.kv_len) + "]");
       }
+    }
+  }
+  for (const std::int64_t side : {m.window.left, m.window.right}) {
+    if (side < -1) fail("window (" + std::to_string(m.window.left) + ", " + std::to_string(m.window.right) +
+                        "): each side must be >= 0, or -1 for unbounded");
+  }
+  if (m.has_alibi()) {
+    if (static_cast<std::int64_t>(m.alibi_slopes.size()) != s.heads) {
+      fail("ALiBi: " + std::to_string(m.alibi_slopes.size()) + " slopes given for " + std::to_string(s.heads) +
+           " query heads");
+    }
+    for (double slope : m.alibi_slopes) {
+      if (!std::isfinite(slope)) fail("ALiBi slopes must be finite");
     }
   }
   if (m.has_dense()) {
@@ -100,6 +159,62 @@ void validate(const AttentionInputs& in, const std::string& origin) {
       fail(std::string("attention mask must be bool or floating, got ") + dtype_name(t));
     }
   }
+
+  const Layout& l = p.layout;
+  if (l.q_lens.empty() != l.kv_lens.empty()) fail("varlen: both query and key lengths are needed");
+  if (l.varlen()) {
+    if (static_cast<std::int64_t>(l.q_lens.size()) != s.batch || static_cast<std::int64_t>(l.kv_lens.size()) != s.batch) {
+      fail("varlen: " + std::to_string(l.q_lens.size()) + " query and " + std::to_string(l.kv_lens.size()) +
+           " key lengths given for batch " + std::to_string(s.batch));
+    }
+    for (std::int64_t b = 0; b < s.batch; ++b) {
+      const std::int64_t q = l.q_lens[static_cast<std::size_t>(b)], k = l.kv_lens[static_cast<std::size_t>(b)];
+      if (q < 0 || q > s.q_len || k < 0 || k > s.kv_len) {
+        fail("varlen: sequence " + std::to_string(b) + " has " + std::to_string(q) + " query rows and " +
+             std::to_string(k) + " keys, outside [0, " + std::to_string(s.q_len) + "] and [0, " +
+             std::to_string(s.kv_len) + "]");
+      }
+    }
+  }
+  if (l.block_size < 0) fail("paged KV: block size must be positive");
+  if (l.paged()) {
+    if (l.num_blocks < 1 || l.max_blocks < 1 || static_cast<std::int64_t>(l.block_table.size()) != s.batch * l.max_blocks) {
+      fail("paged KV: the block table must be [" + std::to_string(s.batch) + ", max_blocks] over at least one block");
+    }
+    for (std::int64_t b = 0; b < s.batch; ++b) {
+      const std::int64_t used = (p.kv_len_of(b) + l.block_size - 1) / l.block_size;
+      if (used > l.max_blocks) {
+        fail("paged KV: sequence " + std::to_string(b) + " has " + std::to_string(p.kv_len_of(b)) + " keys, more than " +
+             std::to_string(l.max_blocks) + " blocks of " + std::to_string(l.block_size) + " hold");
+      }
+      for (std::int64_t j = 0; j < used; ++j) {
+        const std::int32_t block = l.block_table[static_cast<std::size_t>(b * l.max_blocks + j)];
+        if (block < 0 || block >= l.num_blocks) {
+          fail("paged KV: block_table[" + std::to_string(b) + "][" + std::to_string(j) + "] = " + std::to_string(block) +
+               " is outside [0, " + std::to_string(l.num_blocks) + ")");
+        }
+      }
+    }
+  }
+}
+
+void validate(const AttentionInputs& in, const std::string& origin) {
+  validate_problem(in.problem, origin);
+  const Shape& s = in.problem.shape;
+  auto fail = [&](const std::string& what) { throw file_error(origin, what); };
+  const Dims q_dims{s.batch, s.heads, s.q_len, s.head_dim};
+  const Dims kv_dims{s.batch, s.kv_head_count(), s.kv_len, s.head_dim};
+  auto check = [&](const HostTensor& t, const char* name, const Dims& want) {
+    if (t.dims() != want) {
+      fail(std::string(name) + " has shape " + dims_string(t.dims()) + ", expected " + dims_string(want));
+    }
+    if (t.dtype() != in.problem.dtype) {
+      fail(std::string(name) + " is " + dtype_name(t.dtype()) + ", expected " + dtype_name(in.problem.dtype));
+    }
+  };
+  check(in.q, "q", q_dims);
+  check(in.k, "k", kv_dims);
+  check(in.v, "v", kv_dims);
 }
 
 }  // namespace fc

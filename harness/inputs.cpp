@@ -4,13 +4,14 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/numeric.h"
 #include "core/rng.h"
 
 namespace fc {
 namespace {
 
 // Independent random streams of one seed.
-enum Stream : std::uint64_t { kQ = 1, kK = 2, kV = 3, kMask = 4 };
+enum Stream : std::uint64_t { kQ = 1, kK = 2, kV = 3, kMask = 4, kLayout = 5 };
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;
@@ -20,15 +21,31 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
-std::int64_t parse_positive(const std::string& text, const std::string& what) {
+std::int64_t parse_integer(const std::string& text, std::int64_t least, const std::string& what) {
   std::size_t used = 0;
-  long long v = -1;
+  long long v = least - 1;
   try {
     v = std::stoll(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || v < 1) throw Error(what + ": '" + text + "' is not a positive integer");
+  if (used != text.size() || text.empty() || v < least) {
+    throw Error(what + ": '" + text + "' is not " + (least == 1 ? "a positive integer" : "an integer >= " + std::to_string(least)));
+  }
+  return v;
+}
+
+std::int64_t parse_positive(const std::string& text, const std::string& what) { return parse_integer(text, 1, what); }
+
+double parse_number(const std::string& text, const std::string& what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v)) throw Error(what + ": '" + text + "' is not a finite number");
   return v;
 }
 
@@ -95,6 +112,55 @@ void mask_random_rows(Mask& mask, const Shape& s, Rng& rng) {
   }
 }
 
+// The most negative finite value of the input format: what torch.finfo(dtype).min gives
+// Hugging Face's masks.
+double finfo_min(DType dtype) { return -max_finite(dtype); }
+
+// Every masked (-inf) score of the mask parts as the finite bias `value` instead, in one
+// dense fp32 bias, as Hugging Face builds its additive masks. ALiBi stays a part of its own.
+void fold_into_finite_bias(MaskSpec& m, const Shape& s, double value) {
+  Problem p;
+  p.shape = s;
+  p.mask = m.mask;
+  p.mask.alibi_slopes.clear();
+  p.layout = m.layout;
+  const std::int64_t heads = m.mask.has_dense() ? m.mask.dense.dim(1) : 1;
+  HostTensor dense(DType::f32, {s.batch, heads, s.q_len, s.kv_len});
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t i = 0; i < s.q_len; ++i)
+        for (std::int64_t j = 0; j < s.kv_len; ++j) {
+          const double bias = mask_bias(p, b, h, i, j);
+          dense.set(((b * heads + h) * s.q_len + i) * s.kv_len + j, std::isinf(bias) ? value : bias);
+        }
+  const std::vector<double> alibi = m.mask.alibi_slopes;
+  m.mask = Mask();
+  m.mask.alibi_slopes = alibi;
+  m.mask.dense = std::move(dense);
+}
+
+// Sequence lengths for `varlen`: each in [1, S], a few sequences of no rows or no keys.
+void random_lengths(Layout& l, const Shape& s, Rng& rng) {
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    l.q_lens.push_back(static_cast<std::int32_t>(rng.uniform() < 0.15 ? 0 : 1 + rng.below(s.q_len)));
+    l.kv_lens.push_back(static_cast<std::int32_t>(rng.uniform() < 0.1 ? 0 : 1 + rng.below(s.kv_len)));
+  }
+}
+
+// A paged KV cache of blocks of `block_size`: every entry of the table (used or not) a
+// different physical block, in shuffled order, and two blocks to spare.
+void random_block_table(Layout& l, const Shape& s, std::int64_t block_size, Rng& rng) {
+  l.block_size = block_size;
+  l.max_blocks = (s.kv_len + block_size - 1) / block_size;
+  l.num_blocks = s.batch * l.max_blocks + 2;
+  std::vector<std::int32_t> blocks(static_cast<std::size_t>(l.num_blocks));
+  for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<std::int32_t>(i);
+  for (std::size_t i = blocks.size(); i > 1; --i) {
+    std::swap(blocks[i - 1], blocks[static_cast<std::size_t>(rng.below(static_cast<std::int64_t>(i)))]);
+  }
+  l.block_table.assign(blocks.begin(), blocks.begin() + s.batch * l.max_blocks);
+}
+
 }  // namespace
 
 std::string CaseSpec::label() const {
@@ -106,16 +172,25 @@ std::string CaseSpec::label() const {
 Shape parse_shape(const std::string& text) {
   std::vector<std::string> parts = split(text, ',');
   if (parts.size() != 4 && parts.size() != 5) {
-    throw Error("--shape '" + text + "': expected B,H,S,D or B,H,Sq,Sk,D");
+    throw Error("--shape '" + text + "': expected B,H,S,D or B,H,Sq,Sk,D (H as Hq:Hkv for GQA)");
   }
-  std::vector<std::int64_t> v;
-  for (const std::string& p : parts) v.push_back(parse_positive(p, "--shape '" + text + "'"));
+  const std::string what = "--shape '" + text + "'";
+  const std::vector<std::string> heads = split(parts[1], ':');
+  const bool gqa = parts[1].find(':') != std::string::npos;
+  if (gqa && !(heads.size() == 2 && parts[1].back() != ':')) {
+    throw Error(what + ": heads are H or Hq:Hkv, got '" + parts[1] + "'");
+  }
   Shape s;
-  s.batch = v[0];
-  s.heads = v[1];
-  s.q_len = v[2];
-  s.kv_len = parts.size() == 5 ? v[3] : v[2];
-  s.head_dim = v.back();
+  s.batch = parse_positive(parts[0], what);
+  s.heads = parse_positive(heads[0], what);
+  if (heads.size() == 2) s.kv_heads = parse_positive(heads[1], what);
+  s.q_len = parse_positive(parts[2], what);
+  s.kv_len = parts.size() == 5 ? parse_positive(parts[3], what) : s.q_len;
+  s.head_dim = parse_positive(parts.back(), what);
+  if (s.heads % s.kv_head_count() != 0) {
+    throw Error(what + ": query heads " + std::to_string(s.heads) + " are not a multiple of K/V heads " +
+                std::to_string(s.kv_head_count()));
+  }
   return s;
 }
 
@@ -128,14 +203,71 @@ std::string mask_help() {
   return "parts joined by '+': none, causal (top-left), causal-br (bottom-right), "
          "padding (random key lengths per batch) or padding=L1,L2,.. (one per batch), "
          "bool (random boolean mask), bias (random additive bias with -inf), "
-         "masked-rows (a few query rows with no key)";
+         "masked-rows (a few query rows with no key), "
+         "window=L,R (sliding window as flash_attn's window_size, bottom-right aligned, -1 unbounded), "
+         "alibi (standard slopes) or alibi=S1,S2,.. (one per query head), "
+         "softcap=C (s = C tanh(s/C) before the mask), "
+         "masked-bias=V (every masked score as the finite bias V instead of -inf, as Hugging Face masks; "
+         "V a number or min, the input format's most negative value), "
+         "varlen (random sequence lengths, some empty) or varlen=Q1:K1,Q2:K2,.. (one per batch; packed "
+         "with cu_seqlens for the kernels that read them so), "
+         "paged=BS (K/V in a paged cache of blocks of BS keys behind a shuffled block table)";
 }
 
-Mask make_mask(const std::string& spec, const Shape& shape, std::uint64_t seed) {
-  Rng rng(seed, kMask);
-  Mask mask;
+MaskSpec parse_mask_spec(const std::string& spec, const Shape& shape, DType dtype, std::uint64_t seed) {
+  Rng rng(seed, kMask), layout_rng(seed, kLayout);
+  MaskSpec result;
+  Mask& mask = result.mask;
+  std::optional<double> masked_bias;
+  std::int64_t block_size = 0;
+  const std::string what = "--mask '" + spec + "'";
   for (const std::string& part : split(spec, '+')) {
+    const std::size_t eq = part.find('=');
+    const std::string name = part.substr(0, eq), value = eq == std::string::npos ? "" : part.substr(eq + 1);
     if (part == "none") continue;
+    if (name == "window" && eq != std::string::npos) {
+      const std::vector<std::string> sides = split(value, ',');
+      if (sides.size() != 2) throw Error(what + ": window=L,R needs two sides");
+      mask.window.left = parse_integer(sides[0], -1, what + " window left");
+      mask.window.right = parse_integer(sides[1], -1, what + " window right");
+      if (!mask.window.active()) throw Error(what + ": window=-1,-1 is no window (give none)");
+      continue;
+    }
+    if (part == "alibi") {
+      mask.alibi_slopes = standard_alibi_slopes(shape.heads);
+      continue;
+    }
+    if (name == "alibi" && eq != std::string::npos) {
+      for (const std::string& slope : split(value, ',')) mask.alibi_slopes.push_back(parse_number(slope, what + " ALiBi slope"));
+      continue;
+    }
+    if (name == "softcap" && eq != std::string::npos) {
+      result.softcap = parse_number(value, what + " softcap");
+      if (result.softcap <= 0) throw Error(what + ": softcap must be positive, got " + value);
+      continue;
+    }
+    if (name == "masked-bias" && eq != std::string::npos) {
+      masked_bias = value == "min" ? finfo_min(dtype) : parse_number(value, what + " masked-bias");
+      if (*masked_bias >= 0) throw Error(what + ": masked-bias must be negative, got " + value);
+      continue;
+    }
+    if (part == "varlen") {
+      random_lengths(result.layout, shape, layout_rng);
+      continue;
+    }
+    if (name == "varlen" && eq != std::string::npos) {
+      for (const std::string& pair : split(value, ',')) {
+        const std::vector<std::string> qk = split(pair, ':');
+        if (qk.size() != 2) throw Error(what + ": varlen lengths are Q:K pairs, got '" + pair + "'");
+        result.layout.q_lens.push_back(static_cast<std::int32_t>(parse_integer(qk[0], 0, what + " query length")));
+        result.layout.kv_lens.push_back(static_cast<std::int32_t>(parse_integer(qk[1], 0, what + " key length")));
+      }
+      continue;
+    }
+    if (name == "paged" && eq != std::string::npos) {
+      block_size = parse_positive(value, what + " block size");
+      continue;
+    }
     if (part == "causal") {
       mask.causal = Causal::top_left;
     } else if (part == "causal-br") {
@@ -168,7 +300,23 @@ Mask make_mask(const std::string& spec, const Shape& shape, std::uint64_t seed) 
       throw Error("--mask '" + spec + "': unknown part '" + part + "' (" + mask_help() + ")");
     }
   }
-  return mask;
+  if (result.layout.varlen() && static_cast<std::int64_t>(result.layout.q_lens.size()) != shape.batch) {
+    throw Error(what + ": varlen gives " + std::to_string(result.layout.q_lens.size()) + " sequences for batch " +
+                std::to_string(shape.batch));
+  }
+  for (std::size_t b = 0; b < result.layout.q_lens.size(); ++b) {
+    if (result.layout.q_lens[b] > shape.q_len || result.layout.kv_lens[b] > shape.kv_len) {
+      throw Error(what + ": sequence " + std::to_string(b) + " is longer than the shape's Sq " +
+                  std::to_string(shape.q_len) + " or Sk " + std::to_string(shape.kv_len));
+    }
+  }
+  if (block_size > 0) random_block_table(result.layout, shape, block_size, layout_rng);
+  if (masked_bias) fold_into_finite_bias(result, shape, *masked_bias);
+  return result;
+}
+
+Mask make_mask(const std::string& spec, const Shape& shape, std::uint64_t seed) {
+  return parse_mask_spec(spec, shape, DType::f16, seed).mask;
 }
 
 Problem make_problem(const CaseSpec& spec) {
@@ -179,17 +327,38 @@ Problem make_problem(const CaseSpec& spec) {
   p.shape = spec.shape;
   p.dtype = spec.dtype;
   p.scale = spec.scale ? *spec.scale : default_scale(spec.shape.head_dim);
-  p.mask = make_mask(spec.mask, spec.shape, spec.seed);
+  MaskSpec m = parse_mask_spec(spec.mask, spec.shape, spec.dtype, spec.seed);
+  p.mask = std::move(m.mask);
+  p.softcap = m.softcap;
+  p.layout = std::move(m.layout);
+  validate_problem(p, "case " + spec.label());
   return p;
 }
+
+namespace {
+// Rows [from, S) of each head of sequence b set to 0: a padded tensor's rows that do not exist.
+void zero_past(HostTensor& t, std::int64_t b, std::int64_t from) {
+  const Dims& d = t.dims();
+  for (std::int64_t h = 0; h < d[1]; ++h)
+    for (std::int64_t r = from; r < d[2]; ++r)
+      for (std::int64_t c = 0; c < d[3]; ++c) t.set(((b * d[1] + h) * d[2] + r) * d[3] + c, 0);
+}
+}  // namespace
 
 AttentionInputs generate_inputs(const CaseSpec& spec) {
   AttentionInputs in;
   const Shape& s = spec.shape;
   in.problem = make_problem(spec);
   in.q = draw(spec, {s.batch, s.heads, s.q_len, s.head_dim}, kQ);
-  in.k = draw(spec, {s.batch, s.heads, s.kv_len, s.head_dim}, kK);
-  in.v = draw(spec, {s.batch, s.heads, s.kv_len, s.head_dim}, kV);
+  in.k = draw(spec, {s.batch, s.kv_head_count(), s.kv_len, s.head_dim}, kK);
+  in.v = draw(spec, {s.batch, s.kv_head_count(), s.kv_len, s.head_dim}, kV);
+  if (in.problem.layout.varlen()) {
+    for (std::int64_t b = 0; b < s.batch; ++b) {
+      zero_past(in.q, b, in.problem.q_len_of(b));
+      zero_past(in.k, b, in.problem.kv_len_of(b));
+      zero_past(in.v, b, in.problem.kv_len_of(b));
+    }
+  }
   in.source = "seed " + std::to_string(spec.seed) + ", dist " + spec.dist;
   validate(in, "case " + spec.label());
   return in;

@@ -13,7 +13,7 @@ namespace fc {
 struct CaseSpec {
   Shape shape;
   DType dtype = DType::f16;
-  std::string mask = "none";  // parts joined by '+', see mask_help()
+  std::string mask = "none";  // parts joined by '+', see mask_help(): mask, softcap, layout
   std::string dist = "normal";
   std::uint64_t seed = 0;
   std::optional<double> scale;  // default 1/sqrt(D)
@@ -21,7 +21,7 @@ struct CaseSpec {
   std::string label() const;  // "B2 H4 S128 D64 fp16 causal normal seed 1"
 };
 
-// "B,H,S,D" or "B,H,Sq,Sk,D"; throws fc::Error naming the text.
+// "B,H,S,D" or "B,H,Sq,Sk,D", H as "Hq:Hkv" for GQA/MQA; throws fc::Error naming the text.
 Shape parse_shape(const std::string& text);
 
 const std::vector<std::string>& distribution_names();  // normal uniform large outlier tiny
@@ -33,6 +33,15 @@ AttentionInputs generate_inputs(const CaseSpec& spec);
 // errors as generate_inputs.
 Problem make_problem(const CaseSpec& spec);
 
+// What a --mask spec describes: the mask parts, the softcap and the input layout.
+struct MaskSpec {
+  Mask mask;
+  double softcap = 0;
+  Layout layout;
+};
+// Throws fc::Error naming the spec for an unknown or malformed part. `dtype`: the input
+// format (masked-bias=min is its most negative finite value, as torch.finfo(dtype).min).
+MaskSpec parse_mask_spec(const std::string& spec, const Shape& shape, DType dtype, std::uint64_t seed);
 // The mask of a spec alone (the part of generate_inputs that draws it).
 Mask make_mask(const std::string& spec, const Shape& shape, std::uint64_t seed);
 

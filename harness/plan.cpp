@@ -21,6 +21,12 @@ std::vector<CaseSpec> default_cases() {
       {{1, 2, 128, 128, 64}, DType::f16, "none", "large"},
       {{1, 1, 64, 64, 64}, DType::f16, "causal", "tiny"},
       {{1, 1, 64, 64, 64}, DType::bf16, "none", "tiny"},
+      // The attention people run: GQA with a sliding window and softcap, ALiBi at D 96,
+      // variable lengths (one empty) in a paged KV cache, a Hugging Face finite mask.
+      {{2, 4, 150, 150, 128, 2}, DType::bf16, "causal-br+window=64,0+softcap=30", "normal"},
+      {{1, 4, 100, 180, 96}, DType::f16, "causal-br+alibi", "normal"},
+      {{3, 4, 90, 200, 64, 1}, DType::f16, "varlen=90:200,0:30,33:97+paged=16+causal-br", "normal"},
+      {{2, 2, 70, 70, 32}, DType::f16, "causal+padding=0,70+masked-bias=min", "normal"},
   };
   std::vector<CaseSpec> cases;
   std::uint64_t seed = 1;

@@ -1,7 +1,8 @@
 #pragma once
 // Which cases a run covers: the cartesian product of the shapes, masks, dtypes,
 // distributions and seeds asked for, or a default set of small cases that exercises every
-// mask kind, both dtypes, ragged lengths and fully masked rows in seconds.
+// mask kind, both dtypes, ragged lengths and fully masked rows, GQA, windows, softcap, ALiBi,
+// varlen, paged KV and finite masking biases, in seconds.
 #include <optional>
 #include <string>
 #include <vector>

@@ -4,6 +4,7 @@
 // poisons, and runs, calling the tap after each stage when one is given.
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,12 @@ struct RunContext {
   Tap* tap = nullptr;                    // null: untraced
   cudaStream_t stream = nullptr;
   std::vector<DescriptorReport>* descriptors = nullptr;  // cuBLASLt calls, when recorded
+  // false: the production build runs, and the tap wants its results only (stages/stage.h,
+  // is_result); a fused kernel then launches its production instantiation and captures its
+  // output buffers. The tap ignores every other capture.
+  bool trace_build = true;
+
+  bool traced() const { return tap != nullptr && trace_build; }
 };
 
 class Implementation {
@@ -33,11 +40,15 @@ class Implementation {
   virtual std::string name() const = 0;
   virtual std::string summary() const = 0;
   virtual bool on_gpu() const = 0;
+  // Whether an untraced run is a build of its own to judge beside the traced one (a captured
+  // output, `check`, has only what it captured).
+  virtual bool has_production_build() const { return true; }
   // Why this implementation cannot run the problem, if it cannot.
   virtual std::optional<std::string> unsupported(const Problem&) const { return std::nullopt; }
   virtual StageGraph stage_graph(const Problem& problem) const = 0;
   // Allocates what run() writes; called once per case, before the harness poisons. `traced`:
-  // the runs will be given a tap (fused kernels then also allocate their trace buffers).
+  // the runs will be given a tap that wants every stage (fused kernels then also allocate
+  // their trace buffers); false for untraced and production runs.
   virtual void prepare(const Problem& problem, Workspace& workspace, bool traced) = 0;
   // Chooses algorithms by timing them on the case's buffers (cuBLASLt split-K); called after
   // prepare and before the harness poisons, so what tuning writes is poisoned again.
@@ -62,8 +73,13 @@ class Implementation {
   std::string fault_;
 };
 
-// Every implementation built into this binary, in a stable order.
+// Every implementation built into this binary, in a stable order, then those of the sources
+// added below.
 std::vector<std::unique_ptr<Implementation>> make_implementations();
+// Implementations from outside this binary (plugins: harness/plugin/): the registry asks each
+// source for its implementations whenever it lists them, after the built-in ones.
+using ImplementationSource = std::function<std::vector<std::unique_ptr<Implementation>>()>;
+void add_implementation_source(ImplementationSource source);
 std::unique_ptr<Implementation> make_implementation(const std::string& name);  // null if unknown
 // The implementations named, in the order given (all, when `names` is empty); an unknown name
 // is an Error "--impl 'NAME': unknown implementation (built: ...)".

@@ -22,6 +22,15 @@ void Implementation::inject(const std::string& fault) {
   fault_ = fault;
 }
 
+namespace {
+std::vector<ImplementationSource>& sources() {
+  static std::vector<ImplementationSource> added;
+  return added;
+}
+}  // namespace
+
+void add_implementation_source(ImplementationSource source) { sources().push_back(std::move(source)); }
+
 std::vector<std::unique_ptr<Implementation>> make_implementations() {
   std::vector<std::unique_ptr<Implementation>> all;
   all.push_back(make_naive());
@@ -32,6 +41,9 @@ std::vector<std::unique_ptr<Implementation>> make_implementations() {
   all.push_back(make_wmma_fused());
   all.push_back(make_cpu_full());
   all.push_back(make_cpu_paged());
+  for (const ImplementationSource& source : sources()) {
+    for (auto& impl : source()) all.push_back(std::move(impl));
+  }
   return all;
 }
 

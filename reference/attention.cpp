@@ -20,12 +20,29 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
   const Shape& s = in.problem.shape;
   HeadInputs head;
   head.q = head_matrix(in.q, b, h);
-  head.k = head_matrix(in.k, b, h);
-  head.v = head_matrix(in.v, b, h);
+  head.k = head_matrix(in.k, b, s.kv_head_of(h));
+  head.v = head_matrix(in.v, b, s.kv_head_of(h));
   head.scale = in.problem.scale;
+  head.softcap = in.problem.softcap;
   head.bias.resize(s.q_len, s.kv_len);
   for (std::int64_t i = 0; i < s.q_len; ++i)
-    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(i, j) = mask_bias(in.problem.mask, s, b, h, i, j);
+    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(i, j) = mask_bias(in.problem, b, h, i, j);
+  return head;
+}
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows) {
+  const Shape& s = in.problem.shape;
+  HeadInputs head;
+  const MatrixR q = head_matrix(in.q, b, h);
+  head.q.resize(static_cast<Eigen::Index>(rows.size()), q.cols());
+  for (std::size_t r = 0; r < rows.size(); ++r) head.q.row(static_cast<Eigen::Index>(r)) = q.row(rows[r]);
+  head.k = head_matrix(in.k, b, s.kv_head_of(h));
+  head.v = head_matrix(in.v, b, s.kv_head_of(h));
+  head.scale = in.problem.scale;
+  head.softcap = in.problem.softcap;
+  head.bias.resize(static_cast<Eigen::Index>(rows.size()), s.kv_len);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(static_cast<Eigen::Index>(r), j) = mask_bias(in.problem, b, h, rows[r], j);
   return head;
 }
 
@@ -43,6 +60,7 @@ FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a) {
   r.scores = eval_qk(in, 0, in.k.rows(), a.qk);
   r.softmax = eval_softmax(r.scores, a.softmax);
   r.out = eval_pv(r.softmax.p, in.v, nullptr, a.pv);
+  r.lse = eval_lse(r.softmax.max, r.softmax.sum, a.lse);
   return r;
 }
 
@@ -92,6 +110,7 @@ SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, st
     lses.push_back(r.splits.back().lse);
   }
   r.out = eval_combine(outs, lses, a.combine);
+  r.lse = eval_combine_lse(lses, a.combine);
   return r;
 }
 
@@ -145,7 +164,7 @@ ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOpt
     set_head(t.probs, b, h, full.softmax.p.value);
     set_head(t.row_max, b, h, full.softmax.max.value);
     set_head(t.row_sum, b, h, full.softmax.sum.value);
-    set_head(t.lse, b, h, eval_lse(full.softmax.max, full.softmax.sum, a.lse).value);
+    set_head(t.lse, b, h, full.lse.value);
     set_head(t.output, b, h, full.out.value);
     if (pages > 0) {
       const BlockedReference blocked = blocked_reference(head, 0, s.kv_len, options.page_width, a);
@@ -169,7 +188,7 @@ ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOpt
   });
   for (std::int64_t b = 0; b < s.batch; ++b)
     for (std::int64_t h = 0; h < s.heads; ++h)
-      for (std::int64_t i = 0; i < s.q_len; ++i)
+      for (std::int64_t i = 0; i < in.problem.q_len_of(b); ++i)  // rows past a sequence's length do not exist
         if (t.row_max.get((b * s.heads + h) * s.q_len + i) == -kInf) t.masked_rows.push_back({b, h, i});
   return t;
 }

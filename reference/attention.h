@@ -14,7 +14,11 @@
 
 namespace fc {
 
+// Query head h of batch b with its K/V head (GQA: h / group), the softcap and the bias of
+// every (row, key) from mask_bias.
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h);
+// Only the query rows `rows` (sorted) of the head: q and the bias of those rows.
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows);
 
 // The arithmetic of every stage of a chain (what an implementation declares).
 struct ChainArithmetic {
@@ -27,6 +31,7 @@ struct FullReference {
   Bounded scores;
   SoftmaxResult softmax;
   Bounded out;
+  Bounded lse;  // max + log(sum) of each row
 };
 FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a);
 
@@ -56,6 +61,7 @@ KeyRange split_range(std::int64_t kv_len, std::int64_t num_splits, std::int64_t 
 struct SplitReference {
   std::vector<BlockedReference> splits;
   Bounded out;
+  Bounded lse;  // the combined row's log-sum-exp
 };
 SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, std::int64_t tile_width,
                                const ChainArithmetic& a);
@@ -72,7 +78,7 @@ struct ReferenceTensors {
   HostTensor scores, probs, row_max, row_sum, lse, output;                 // full
   HostTensor page_max, page_sum, page_rescale, page_acc, paged_output;    // with page_width
   HostTensor split_lse, split_output, combined_output;                    // with splits
-  std::vector<MaskedRow> masked_rows;                                     // rows with no key
+  std::vector<MaskedRow> masked_rows;                                     // rows (that exist) with no key
 };
 ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOptions& options);
 

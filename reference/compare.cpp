@@ -29,18 +29,31 @@ std::string at_text(const Index4& i) {
   return s;
 }
 
-Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded& reference, DType kernel_format) {
+double normalized_error(double kernel, double reference, double bound) {
+  if (std::isfinite(reference) && std::isfinite(kernel)) {
+    const double err = std::fabs(kernel - reference);
+    return err == 0 ? 0.0 : (bound > 0 ? err / bound : std::numeric_limits<double>::infinity());
+  }
+  const bool same = !std::isnan(reference) && kernel == reference;
+  return same ? 0.0 : std::numeric_limits<double>::infinity();
+}
+
+Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded& reference, DType kernel_format,
+                     BoundChoice judged_by) {
   const MatrixR& ref = reference.value;
   if (kernel.rows() != ref.rows() || kernel.cols() != ref.cols()) {
     throw Error("compare: kernel tensor is " + std::to_string(kernel.rows()) + "x" + std::to_string(kernel.cols()) +
                 ", reference " + std::to_string(ref.rows()) + "x" + std::to_string(ref.cols()));
   }
+  const bool has_tight = reference.tight.rows() == ref.rows() && reference.tight.cols() == ref.cols();
   constexpr double kInf = std::numeric_limits<double>::infinity();
   Metrics m;
+  m.judged_by = judged_by;
   m.elements = kernel.size();
   for (Eigen::Index r = 0; r < ref.rows(); ++r) {
     for (Eigen::Index c = 0; c < ref.cols(); ++c) {
       const double k = kernel(r, c), x = ref(r, c), bound = reference.bound(r, c);
+      const double tight = has_tight ? std::min(reference.tight(r, c), bound) : bound;
       if (std::isnan(k)) ++m.nan_kernel;
       if (k == kInf) ++m.posinf_kernel;
       if (k == -kInf) ++m.neginf_kernel;
@@ -48,25 +61,24 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
       if (std::isnan(x)) ++m.nan_reference;
       if (std::isinf(x)) ++m.inf_reference;
 
-      double normalized;
       if (std::isfinite(x) && std::isfinite(k)) {
         const double err = std::fabs(k - x);
         m.max_abs_error = std::max(m.max_abs_error, err);
         if (x != 0) m.max_rel_error = std::max(m.max_rel_error, err / std::fabs(x));
         m.max_ulp = std::max(m.max_ulp, ulp_distance(kernel_format, k, x));
-        normalized = err == 0 ? 0.0 : (bound > 0 ? err / bound : kInf);
-      } else {
-        const bool same = !std::isnan(x) && k == x;
-        normalized = same ? 0.0 : kInf;
       }
-      const bool fails = normalized > 1.0;
-      if (fails) ++m.over_bound;
-      if (!fails && normalized <= m.max_normalized_error && m.worst) continue;
+      const double normalized = normalized_error(k, x, bound), tight_normalized = normalized_error(k, x, tight);
+      const bool over_worst = normalized > 1.0, over_tight = tight_normalized > 1.0 || over_worst;
+      if (over_worst) ++m.over_bound;
+      if (over_tight) ++m.over_tight;
+      m.max_normalized_error = std::max(m.max_normalized_error, normalized);
+      if (!over_tight && tight_normalized <= m.max_tight_error && m.worst) continue;
 
-      ElementReport e{{spot.b, spot.h, r, spot.per_row ? -1 : spot.col_offset + c}, k, x, bound};
-      if (fails && !m.first_failure) m.first_failure = e;
-      if (!m.worst || normalized > m.max_normalized_error) {
-        m.max_normalized_error = normalized;
+      ElementReport e{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c}, k, x, bound, tight};
+      if (over_tight && !m.first_failure) m.first_failure = e;
+      if (over_worst && !m.first_worst_case_failure) m.first_worst_case_failure = e;
+      if (!m.worst || tight_normalized > m.max_tight_error) {
+        m.max_tight_error = tight_normalized;
         m.worst = e;
       }
     }
@@ -84,11 +96,14 @@ void merge_after(Metrics& into, const Metrics& next) {
   into.masked_neg_inf += next.masked_neg_inf;
   into.max_abs_error = std::max(into.max_abs_error, next.max_abs_error);
   into.max_rel_error = std::max(into.max_rel_error, next.max_rel_error);
+  into.max_normalized_error = std::max(into.max_normalized_error, next.max_normalized_error);
   into.over_bound += next.over_bound;
+  into.over_tight += next.over_tight;
   into.max_ulp = std::max(into.max_ulp, next.max_ulp);
   if (!into.first_failure) into.first_failure = next.first_failure;
-  if (next.worst && (!into.worst || next.max_normalized_error > into.max_normalized_error)) {
-    into.max_normalized_error = next.max_normalized_error;
+  if (!into.first_worst_case_failure) into.first_worst_case_failure = next.first_worst_case_failure;
+  if (next.worst && (!into.worst || next.max_tight_error > into.max_tight_error)) {
+    into.max_tight_error = next.max_tight_error;
     into.worst = next.worst;
   }
 }

@@ -22,7 +22,14 @@ SelfCheck reference_self_check(const AttentionInputs& inputs) {
   parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
     const HeadInputs in = head_inputs(inputs, bh / s.heads, bh % s.heads);
     const FullReference full = full_reference(in, a);
-    const double scale = std::max(1.0, full.out.value.cwiseAbs().maxCoeff());
+    // The chains agree to FP64 rounding of what they form: the output's size, and the
+    // scores' (an lse of scores near -65504, a finite masking bias, carries 65504 * 2^-53).
+    double largest_score = 1;
+    for (Eigen::Index i = 0; i < full.scores.value.size(); ++i) {
+      const double x = full.scores.value.data()[i];
+      if (std::isfinite(x)) largest_score = std::max(largest_score, std::fabs(x));
+    }
+    const double scale = std::max(1.0, full.out.value.cwiseAbs().maxCoeff()) * largest_score;
     double blocked = 0, split = 0, row_sum = 0;
     std::int64_t masked = 0;
     for (std::int64_t width : {16L, 64L}) {

@@ -1,9 +1,12 @@
 #pragma once
 // One evaluation function per stage kind. Each takes its inputs as bounded values (an FP64
-// value and an absolute error bound per element) and returns its outputs the same way:
+// value and two absolute error bounds per element) and returns its outputs the same way:
 //   value = the stage's function of the input values, in FP64;
 //   bound = propagated input error (first-order sensitivity, exact)
-//         + kSafetyFactor x the rounding the stage's own arithmetic may add.
+//         + kSafetyFactor x the rounding the stage's own arithmetic may add (worst case);
+//   tight = the same propagation of the inputs' tight bounds
+//         + the stage's own rounding with every sum of many roundings taken at its
+//           probabilistic size (kTightLambda x sqrt(n), Higham & Mary), never above bound.
 // The end-to-end reference chains these from the exact inputs (zero input bounds); the
 // stage-local reference applies the same function to the kernel's own previous outputs
 // with zero input bounds, which isolates the stage's own error. docs/error-model.md has
@@ -22,11 +25,16 @@ namespace fc {
 
 // The one safety factor on rounding terms (docs/error-model.md, "The constant c").
 inline constexpr double kSafetyFactor = 2.0;
+// lambda of the tight bound: each of its probabilistic terms fails with probability at most
+// 2 exp(-lambda^2 / 2) = 3.9e-22 (docs/error-model.md, "The tight bound").
+inline constexpr double kTightLambda = 10.0;
 
-// How a stage computes. Accumulation is fp32 in every kernel of this project.
+// How a stage computes. Accumulation is fp32 in every kernel of this project; a captured
+// output (`check --arithmetic`) may declare an fp16 accumulator for its matmuls.
 struct Arithmetic {
   DType out = DType::f32;      // format the stage stores its main result in
   DType operand = DType::f32;  // format matrix operands are rounded to inside the stage
+  DType accumulate = DType::f32;  // format the qk and pv matmuls accumulate in
   // Products summed by tensor cores (HMMA): their fp32 accumulation aligns to the largest
   // exponent and truncates, up to 2u an addition instead of IEEE round-to-nearest's u, and
   // a subnormal operand is aligned as if it were the smallest normal number of `operand`
@@ -36,19 +44,24 @@ struct Arithmetic {
 
 struct Bounded {
   MatrixR value;
-  MatrixR bound;                 // absolute error bound, same shape as value
+  MatrixR bound;                 // worst-case absolute error bound, same shape as value
+  MatrixR tight;                 // tight (probabilistic) absolute error bound, <= bound
   DType format = DType::f64;     // format the value is stored in (f64: exact)
 
   static Bounded exact(MatrixR value, DType format = DType::f64);
 };
 
-// One head's inputs in FP64: q [Sq,D], k and v [Sk,D], bias [Sq,Sk] (0, -inf or bias).
+// One head's inputs in FP64: q [Sq,D], k and v [Sk,D] (its K/V head's), bias [Sq,Sk] (0,
+// -inf or bias).
 struct HeadInputs {
   MatrixR q, k, v, bias;
   double scale = 1;
+  double softcap = 0;  // > 0: the scores are soft-capped before the bias
 };
 
-// qk: scale * q k^T + bias over key columns [col_begin, col_end).
+// qk: scale * q k^T + bias over key columns [col_begin, col_end); with a softcap c,
+// c * tanh(scale * q k^T / c) + bias. A score that overflows the stage's output format to
+// -inf is stored as -inf (a finite masking bias in a narrow format): that key is masked.
 Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
                 const Arithmetic& a);
 
@@ -84,5 +97,9 @@ Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a);
 // key is masked (lse = -inf) has weight 0.
 Bounded eval_combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
                      const Arithmetic& a);
+
+// The log-sum-exp of the combined row, max_t lse_t + log(sum_t exp(lse_t - max_t lse_t))
+// (-inf where every split is empty).
+Bounded eval_combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a);
 
 }  // namespace fc

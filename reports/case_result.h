@@ -32,6 +32,10 @@ struct OutputResult {
   FlagCounts flags;             // first indices: logical row-major indices into dims
   bool compared = false;        // end_to_end and local hold comparisons
   Metrics end_to_end, local;
+  // A result of the production build's run (after every output of the trace build): its
+  // `local` comparison is with the trace build's same output, bit for bit.
+  bool production = false;
+  bool compared_with_trace = false;
 
   bool passed() const;
   // (b, h, row, col) of a logical index into dims; col -1 for row quantities.
@@ -52,7 +56,7 @@ struct Divergence {
   std::string cause;     // a stable cause id (docs/json-output.md)
   std::string evidence;  // one sentence a person reads
   bool stage_local = false;  // found by the stage-local comparison (else end to end or flags)
-  std::optional<double> kernel, reference, bound;
+  std::optional<double> kernel, reference, bound, tight;
   bool kernel_unwritten = false;  // the kernel element still holds its buffer's poison: never written, not a computed NaN
   std::optional<RowContext> row;
 };
@@ -70,6 +74,7 @@ struct CaseResult {
   std::string impl;
   CaseDescription description;
   std::string algorithm;
+  std::string coverage;  // which rows were compared, when not every row (--rows)
   Verdict verdict = Verdict::pass;
   std::string reason;  // for error and skipped
   std::vector<OutputResult> outputs;

@@ -8,8 +8,9 @@
 namespace fc {
 
 struct InputFinding {
-  std::string cause;           // input-nan, input-inf, fully-masked-rows, score-overflow-unscaled,
-                               // score-overflow, exp-overflow-risk, subnormal-inputs, conversion-overflow
+  std::string cause;           // input-nan, input-inf, fully-masked-rows, finite-bias-masked-rows,
+                               // score-overflow-unscaled, score-overflow, exp-overflow-risk,
+                               // lse-out-of-range, subnormal-inputs, conversion-overflow
   std::string tensor;          // q, k, v, mask or scores
   std::optional<Index4> index; // the first place (col -1 for a whole row)
   std::string detail;          // one sentence with the numbers

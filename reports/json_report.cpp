@@ -21,6 +21,7 @@ Json element_json(const std::optional<ElementReport>& e) {
   j["kernel"] = json_number(e->kernel);
   j["reference"] = json_number(e->reference);
   j["bound"] = json_number(e->bound);
+  j["tight"] = json_number(e->tight);
   return j;
 }
 
@@ -36,8 +37,12 @@ Json metrics_json(const Metrics& m) {
   j["max_rel_error"] = json_number(m.max_rel_error);
   j["max_normalized_error"] = json_number(m.max_normalized_error);
   j["over_bound"] = m.over_bound;
+  j["max_tight_error"] = json_number(m.max_tight_error);
+  j["over_tight"] = m.over_tight;
+  j["judged_by"] = m.judged_by == BoundChoice::tight ? "tight" : "worst-case";
   j["max_ulp"] = m.max_ulp;
   j["first_failure"] = element_json(m.first_failure);
+  j["first_worst_case_failure"] = element_json(m.first_worst_case_failure);
   j["worst"] = element_json(m.worst);
   return j;
 }
@@ -105,6 +110,7 @@ Json divergence_json(const std::optional<Divergence>& d) {
   j["kernel_unwritten"] = d->kernel_unwritten;
   j["reference"] = optional_number(d->reference);
   j["bound"] = optional_number(d->bound);
+  j["tight"] = optional_number(d->tight);
   j["row"] = row_json(d->row);
   return j;
 }
@@ -140,6 +146,7 @@ Json case_json(const CaseResult& c) {
   j["impl"] = c.impl;
   j["case"] = case_description_json(c.description);
   j["algorithm"] = c.algorithm;
+  j["coverage"] = c.coverage.empty() ? std::string("every row") : c.coverage;
   j["verdict"] = verdict_name(c.verdict);
   j["reason"] = c.reason;
   j["seconds"] = json_number(c.seconds);
@@ -169,7 +176,7 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
   Json j;
   j["tool"] = "flashcore-check";
   j["version"] = info.version;
-  j["json_schema"] = 3;
+  j["json_schema"] = 4;
   j["command"] = info.command;
   j["device"] = info.device;
   if (!info.input_findings.empty()) {

@@ -24,7 +24,7 @@ std::string sci(double x) {
 struct Row {
   std::string stage;
   unsigned long long nan = 0, inf = 0, masked = 0, unwritten = 0;
-  double abs_err = 0, norm = 0, local_norm = 0;
+  double abs_err = 0, norm = 0, tight_norm = 0, local_norm = 0;
   long long over = 0;
   std::string first_bad = "-", verdict;
 };
@@ -56,24 +56,13 @@ Row row_of(const std::vector<const OutputResult*>& group) {
     if (r->compared) {
       row.abs_err = std::max(row.abs_err, r->end_to_end.max_abs_error);
       row.norm = std::max(row.norm, r->end_to_end.max_normalized_error);
-      row.local_norm = std::max(row.local_norm, r->local.max_normalized_error);
-      row.over += r->end_to_end.over_bound;
+      row.tight_norm = std::max(row.tight_norm, r->end_to_end.max_tight_error);
+      row.local_norm = std::max(row.local_norm, r->local.max_tight_error);
+      row.over += std::max(r->end_to_end.failures(), r->local.failures());
     }
   }
   const OutputResult& r = *group.front();
-  if (group.size() == 1 && !r.passed()) {
-    if (!r.present) {
-      row.first_bad = "not captured";
-    } else if (!r.capture_problem.empty()) {
-      row.first_bad = "layout";
-    } else if (r.compared && r.local.first_failure) {
-      row.first_bad = index_string(r.local.first_failure->index);
-    } else if (r.compared && r.end_to_end.first_failure) {
-      row.first_bad = index_string(r.end_to_end.first_failure->index);
-    } else if (r.flags.unwritten) {
-      row.first_bad = index_string(r.index_of(r.flags.first_unwritten));
-    }
-  }
+  if (group.size() == 1) row.first_bad = first_bad_text(r);
   row.verdict = group.size() == 1 && !r.passed() ? "FAIL" : "pass";
   return row;
 }
@@ -88,8 +77,19 @@ std::string index_string(const Index4& i) {
   return s.str();
 }
 
+std::string first_bad_text(const OutputResult& r) {
+  if (r.passed()) return "-";
+  if (!r.present) return "not captured";
+  if (!r.capture_problem.empty()) return "layout";
+  if (r.compared && r.local.first_over()) return index_string(r.local.first_over()->index);
+  if (r.compared && r.end_to_end.first_over()) return index_string(r.end_to_end.first_over()->index);
+  if (r.flags.unwritten) return index_string(r.index_of(r.flags.first_unwritten));
+  return "-";
+}
+
 void write_case_table(std::ostream& out, const CaseResult& result, bool colour) {
   out << result.impl << " | " << result.description.label << " | " << result.algorithm << "\n";
+  if (!result.coverage.empty()) out << "  compared: " << result.coverage << "; flags cover every element\n";
   if (result.verdict == Verdict::error || result.verdict == Verdict::skipped) {
     out << "  " << painted_verdict(verdict_name(result.verdict), colour) << ": " << result.reason << "\n\n";
     return;
@@ -122,14 +122,15 @@ void write_case_table(std::ostream& out, const CaseResult& result, bool colour) 
   std::size_t width = 5;
   for (const Row& r : rows) width = std::max(width, r.stage.size());
   out << "  " << std::left << std::setw(static_cast<int>(width)) << "stage" << std::right << std::setw(7) << "NaN"
-      << std::setw(9) << "Inf" << std::setw(9) << "masked" << std::setw(10) << "unwritten" << std::setw(12) << "max abs err" << std::setw(11)
-      << "err/bound" << std::setw(9) << "local" << std::setw(8) << "over" << "  " << std::left << std::setw(18)
-      << "first bad" << "verdict\n";
+      << std::setw(9) << "Inf" << std::setw(9) << "masked" << std::setw(10) << "unwritten" << std::setw(12)
+      << "max abs err" << std::setw(11) << "err/bound" << std::setw(11) << "err/tight" << std::setw(9) << "local"
+      << std::setw(8) << "over" << "  " << std::left << std::setw(18) << "first bad" << "verdict\n";
   for (const Row& r : rows) {
     out << "  " << std::left << std::setw(static_cast<int>(width)) << r.stage << std::right << std::setw(7) << r.nan
-        << std::setw(9) << r.inf << std::setw(9) << r.masked << std::setw(10) << r.unwritten << std::setw(12) << sci(r.abs_err) << std::setw(11)
-        << sci(r.norm) << std::setw(9) << sci(r.local_norm) << std::setw(8) << r.over << "  " << std::left
-        << std::setw(18) << r.first_bad << painted_verdict(r.verdict, colour) << "\n";
+        << std::setw(9) << r.inf << std::setw(9) << r.masked << std::setw(10) << r.unwritten << std::setw(12)
+        << sci(r.abs_err) << std::setw(11) << sci(r.norm) << std::setw(11) << sci(r.tight_norm) << std::setw(9)
+        << sci(r.local_norm) << std::setw(8) << r.over << "  " << std::left << std::setw(18) << r.first_bad
+        << painted_verdict(r.verdict, colour) << "\n";
   }
   out << "  verdict: " << painted_verdict(verdict_name(result.verdict), colour);
   if (!result.reason.empty()) out << " (" << result.reason << ")";
@@ -148,7 +149,10 @@ void write_pinpoint(std::ostream& out, const Divergence& d) {
   out << "    cause:    " << d.cause << "\n";
   out << "    evidence: " << d.evidence << "\n";
   if (d.kernel) {
-    out << "    kernel " << (d.kernel_unwritten ? "unwritten (its buffer's poison)" : sci(*d.kernel)) << "  reference " << sci(*d.reference) << "  bound " << sci(*d.bound) << "  ("
+    out << "    kernel " << (d.kernel_unwritten ? "unwritten (its buffer's poison)" : sci(*d.kernel)) << "  reference "
+        << sci(*d.reference) << "  bound " << sci(*d.bound);
+    if (d.tight) out << "  tight " << sci(*d.tight);
+    out << "  ("
         << (d.stage_local ? "stage-local" : "end-to-end") << " comparison)\n";
   }
   if (d.row) {

@@ -33,7 +33,9 @@ int poison_id(DType dtype, std::uint32_t bits) {
   }
 }
 
-FlagCounts host_flags(const TensorView& view) {
+FlagCounts host_flags(const TensorView& view) { return host_flags(view, nullptr); }
+
+FlagCounts host_flags(const TensorView& view, const std::function<bool(std::int64_t)>& counted) {
   if (view.on_device) throw Error("host_flags: the tensor is in device memory");
   FlagCounts f;
   const std::int64_t n = view.numel();
@@ -41,6 +43,7 @@ FlagCounts host_flags(const TensorView& view) {
   const auto* bytes = static_cast<const unsigned char*>(view.data);
   float max_abs = 0;
   for (std::int64_t i = 0; i < n; ++i) {
+    if (counted && !counted(i)) continue;
     std::uint32_t bits = 0;
     double x = 0;
     if (width == 4) {

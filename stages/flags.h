@@ -9,6 +9,7 @@
 // copied from memory nobody wrote (uninitialized-read, naming that buffer). Arithmetic on a
 // NaN gives the canonical NaN on NVIDIA GPUs, so only copies carry a payload through.
 #include <cstdint>
+#include <functional>
 
 #include "core/host_device.h"
 #include "stages/tensor_view.h"
@@ -54,7 +55,9 @@ std::uint32_t poison_bits(DType dtype, int id);
 // The buffer id whose poison `bits` is, or 0 when `bits` is not a poison pattern.
 int poison_id(DType dtype, std::uint32_t bits);
 
-// Flags of a host tensor; first indices are storage offsets from view.data.
+// Flags of a host tensor; first indices are storage offsets from view.data. With `counted`,
+// only the elements at the storage offsets it accepts.
 FlagCounts host_flags(const TensorView& view);
+FlagCounts host_flags(const TensorView& view, const std::function<bool(std::int64_t)>& counted);
 
 }  // namespace fc

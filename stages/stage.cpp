@@ -31,12 +31,17 @@ const char* quantity_name(Quantity q) {
     case Quantity::output: return "output";
     case Quantity::partial_output: return "partial_output";
     case Quantity::partial_lse: return "partial_lse";
+    case Quantity::lse: return "lse";
   }
   return "?";
 }
 
 bool is_row_quantity(Quantity q) {
-  return q == Quantity::row_max || q == Quantity::row_sum || q == Quantity::partial_lse;
+  return q == Quantity::row_max || q == Quantity::row_sum || q == Quantity::partial_lse || q == Quantity::lse;
+}
+
+bool is_result(Quantity q) {
+  return q == Quantity::output || q == Quantity::lse || q == Quantity::partial_output || q == Quantity::partial_lse;
 }
 
 std::string Stage::name() const {
@@ -115,13 +120,32 @@ Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& st
     case Quantity::probs: return {shape.batch, shape.heads, shape.q_len, shape.kv_len};
     case Quantity::row_max:
     case Quantity::row_sum:
-    case Quantity::partial_lse: return rows;
+    case Quantity::partial_lse:
+    case Quantity::lse: return rows;
     case Quantity::rescaled_acc:
     case Quantity::acc:
     case Quantity::output:
     case Quantity::partial_output: return {shape.batch, shape.heads, shape.q_len, shape.head_dim};
   }
   return rows;
+}
+
+Extent existing_extent(const Problem& problem, const Algorithm& algorithm, const Stage& stage, const StageOutput& output,
+                       std::int64_t b) {
+  const Dims dims = output_dims(problem.shape, algorithm, stage, output);
+  Extent e{dims[2], dims.size() == 4 ? dims[3] : 1};
+  if (!problem.layout.varlen()) return e;
+  const std::int64_t keys = problem.kv_len_of(b);
+  e.rows = std::min(e.rows, problem.q_len_of(b));
+  if (stage.tile >= 0 && stage_columns(problem.shape, algorithm, stage).begin >= keys) return {0, 0};
+  const bool key_indexed = output.quantity == Quantity::scores || output.quantity == Quantity::probs ||
+                           output.quantity == Quantity::p_tilde;
+  if (key_indexed) {
+    const std::int64_t first = output.quantity == Quantity::probs ? 0 : stage_columns(problem.shape, algorithm, stage).begin;
+    e.cols = std::max<std::int64_t>(0, std::min(e.cols, keys - first));
+  }
+  if (e.rows == 0 || e.cols == 0) return {0, 0};
+  return e;
 }
 
 }  // namespace fc

@@ -29,9 +29,13 @@ enum class Quantity : std::uint8_t {
   output,          // [B,H,Sq,D]     attention output (normalized)
   partial_output,  // [B,H,Sq,D]     one split's normalized output
   partial_lse,     // [B,H,Sq]       one split's log-sum-exp
+  lse,             // [B,H,Sq]       the row's log-sum-exp over every key (natural log)
 };
 const char* quantity_name(Quantity q);
 bool is_row_quantity(Quantity q);
+// What a production (untraced) build produces too: the output and its lse, and a split
+// algorithm's partial outputs and their lse. Everything else exists only in a trace build.
+bool is_result(Quantity q);
 
 struct StageOutput {
   std::string name;  // "p~", "max", "sum", or "" for the stage's main tensor
@@ -67,6 +71,9 @@ struct StageGraph {
   Algorithm algorithm;
   ChainArithmetic arithmetic;  // the arithmetic of each stage kind: the bounds follow from it
   std::vector<Stage> stages;   // in execution order
+  // Query rows one block of the kernel owns (0: no such blocks): a row sample (--rows)
+  // includes both sides of each block boundary.
+  std::int64_t query_tile = 0;
 
   std::size_t output_count() const;  // over all stages
 };
@@ -83,5 +90,15 @@ Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& st
 
 // Tiles of the key range [begin, end).
 std::int64_t tile_count(std::int64_t begin, std::int64_t end, std::int64_t tile_width);
+
+// The part of a head of sequence b in a stage output that exists (varlen, core/problem.h):
+// its first `rows` rows and `cols` columns. Rows past the sequence's query rows, key columns
+// past its keys, and tiles that start past its keys do not exist: they are never compared
+// nor counted. Every head of a sequence of full lengths exists whole.
+struct Extent {
+  std::int64_t rows = 0, cols = 0;
+};
+Extent existing_extent(const Problem& problem, const Algorithm& algorithm, const Stage& stage, const StageOutput& output,
+                       std::int64_t b);
 
 }  // namespace fc

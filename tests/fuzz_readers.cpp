@@ -1,4 +1,4 @@
-// The file readers and replay fed damaged files in-process, for the AddressSanitizer +
+// The file readers (the capture reader of check too) and replay fed damaged files in-process, for the AddressSanitizer +
 // UBSan configuration (scripts/test): every reader must end in fc::Error or a result, with
 // no memory error, no undefined behaviour, no other exception.
 //   fc_fuzz_readers FIXTURE.h5 REPORT.npz [ROUNDS]
@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "harness/io/capture_file.h"
 #include "harness/io/case_loader.h"
 #include "harness/io/snapshot.h"
 #include "harness/trace/judge.h"
@@ -19,8 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Reads `path` the way replay, fixtures and reference do; true when it was refused cleanly.
+// Reads `path` the way replay, fixtures and reference do, then as check does; true when the
+// first refused it cleanly.
 bool read_every_way(const std::string& path) {
+  try {
+    fc::read_capture_file(path);
+  } catch (const fc::Error&) {
+  }
   try {
     const fc::LoadedCase c = fc::load_case(path);
     if (c.hdf5) {

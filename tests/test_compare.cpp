@@ -10,9 +10,12 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Bounded reference_of(const MatrixR& value, double bound) {
+// A reference whose worst-case bound is `bound` and whose tight bound is `tight` (the same
+// unless given).
+Bounded reference_of(const MatrixR& value, double bound, double tight = -1) {
   Bounded b = Bounded::exact(value);
   b.bound.setConstant(bound);
+  b.tight.setConstant(tight < 0 ? bound : tight);
   return b;
 }
 }  // namespace
@@ -41,6 +44,40 @@ TEST_CASE("an element over its bound fails at its own index, first and worst tol
   CHECK(m.first_failure->index == Index4{1, 2, 1, 66});  // column offset of a tile
   CHECK(m.worst->index == Index4{1, 2, 2, 64});
   CHECK(m.max_normalized_error == Approx(5));
+  CHECK(m.max_tight_error == Approx(5));
+}
+
+TEST_CASE("the tight bound decides by default; over the worst-case bound always fails", "[compare]") {
+  MatrixR ref = MatrixR::Zero(1, 4), ker = MatrixR::Zero(1, 4);
+  ker(0, 1) = 0.05;  // over the tight bound (0.01) only
+  ker(0, 3) = 0.5;   // over both
+  const Bounded r = reference_of(ref, 0.1, 0.01);
+  const Metrics tight = compare_head({0, 0, 0, false}, ker, r, DType::f32);
+  CHECK(!tight.passed());
+  CHECK(tight.over_tight == 2);
+  CHECK(tight.over_bound == 1);
+  CHECK(tight.first_failure->index.col == 1);
+  CHECK(tight.first_worst_case_failure->index.col == 3);
+  CHECK(tight.first_over()->index.col == 1);
+  CHECK(tight.max_tight_error == Approx(50));
+  CHECK(tight.max_normalized_error == Approx(5));
+  CHECK(tight.first_failure->tight == Approx(0.01));
+  CHECK(tight.first_failure->bound == Approx(0.1));
+
+  const Metrics worst = compare_head({0, 0, 0, false}, ker, r, DType::f32, BoundChoice::worst);
+  CHECK(!worst.passed());
+  CHECK(worst.failures() == 1);
+  CHECK(worst.first_over()->index.col == 3);
+  ker(0, 3) = 0.05;  // now within the worst-case bound everywhere
+  CHECK(compare_head({0, 0, 0, false}, ker, r, DType::f32, BoundChoice::worst).passed());
+  CHECK(!compare_head({0, 0, 0, false}, ker, r, DType::f32).passed());
+}
+
+TEST_CASE("a tight bound above the worst-case one is capped at it", "[compare]") {
+  MatrixR ref = MatrixR::Zero(1, 1), ker = MatrixR::Constant(1, 1, 0.2);
+  const Metrics m = compare_head({0, 0, 0, false}, ker, reference_of(ref, 0.1, 1.0), DType::f32);
+  CHECK(m.over_tight == 1);
+  CHECK(m.max_tight_error == Approx(2));
 }
 
 TEST_CASE("NaN or Inf where the reference is finite never passes, whatever the bound", "[compare]") {

@@ -147,6 +147,11 @@ TEST_CASE("output paths are checked before any work", "[first-contact]") {
   fs::create_directories(f.dir / "fx");
   fs::copy_file(f.dir / "good.h5", f.dir / "fx" / "good.h5");
   check_refused_before_work(f.run("fixtures fx --junit " + nowhere), nowhere);
+  const std::string page = "/nonexistent-dir/o.html";
+  check_refused_before_work(f.run("--trace --impl cpu-emulated --shape 1,1,16,64 --html " + page), page);
+  check_refused_before_work(f.run("faults --fault masked-row-nan --html " + page), page);
+  check_refused_before_work(f.run("check good.h5 --json " + nowhere), nowhere);
+  check_refused_before_work(f.run("sensitivity --impl cpu-emulated --sk 64 --json " + nowhere), nowhere);
   CHECK_FALSE(fs::exists("/nonexistent-dir"));
 }
 
@@ -223,6 +228,9 @@ TEST_CASE("messages and sentences a new user reads are whole and name no option 
   r = f.run("triage missing.npz");
   check_refused_before_work(r, "missing.npz: no such file");
   CHECK_FALSE(has(r.err, "report:"));
+  r = f.run("check missing.npz");
+  check_refused_before_work(r, "missing.npz: no such file or folder");
+  CHECK_FALSE(has(r.err, "files:"));
 
   REQUIRE(f.run("--trace --impl cpu-emulated --shape 1,1,16,64 --fixture --snapshot good.h5").exit_code == 0);
   REQUIRE(f.run("reference good.h5 --out ref.h5").exit_code == 0);
@@ -253,7 +261,8 @@ TEST_CASE("a divergence that names no element prints no (-1,-1,-1,-) index", "[f
 TEST_CASE("no line of --help is longer than 100 characters", "[first-contact]") {
   Folder f("help");
   for (const std::string command :
-       {"", "reference", "list", "replay", "diff", "faults", "triage", "fixtures", "describe", "bench", "version"}) {
+       {"", "reference", "list", "check", "replay", "diff", "faults", "triage", "fixtures", "describe", "bench",
+        "sensitivity", "version"}) {
     const Run r = f.run(command + " --help");
     INFO(command);
     CHECK(r.exit_code == 0);

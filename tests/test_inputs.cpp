@@ -92,11 +92,13 @@ TEST_CASE("mask specs build the parts they name", "[inputs]") {
   CHECK(make_mask("causal-br+padding", s, 1).describe() == "causal-br+padding");
   const Mask padding = make_mask("padding=0,5,20", s, 1);
   CHECK(padding.key_lengths == std::vector<std::int32_t>{0, 5, 20});
-  const Mask rows = make_mask("masked-rows", s, 3);
+  Problem rows;
+  rows.shape = s;
+  rows.mask = make_mask("masked-rows", s, 3);
   std::int64_t masked = 0;
   for (std::int64_t r = 0; r < s.q_len; ++r) {
     bool any = false;
-    for (std::int64_t j = 0; j < s.kv_len; ++j) any = any || mask_bias(rows, s, 0, 0, r, j) == 0;
+    for (std::int64_t j = 0; j < s.kv_len; ++j) any = any || mask_bias(rows, 0, 0, r, j) == 0;
     masked += any ? 0 : 1;
   }
   CHECK(masked >= 1);

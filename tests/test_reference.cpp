@@ -239,7 +239,7 @@ MatrixR loop_attention(const AttentionInputs& in, std::int64_t b, std::int64_t h
     for (std::int64_t j = 0; j < s.kv_len; ++j) {
       double dot = 0;
       for (std::int64_t d = 0; d < s.head_dim; ++d) dot += at(in.q, s.q_len, i, d) * at(in.k, s.kv_len, j, d);
-      score[j] = in.problem.scale * dot + mask_bias(in.problem.mask, s, b, h, i, j);
+      score[j] = in.problem.scale * dot + mask_bias(in.problem, b, h, i, j);
       top = std::max(top, score[j]);
     }
     if (top == -std::numeric_limits<double>::infinity()) continue;

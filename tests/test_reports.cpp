@@ -59,7 +59,7 @@ Json report_of(const std::vector<CaseResult>& cases) {
 
 TEST_CASE("non-finite numbers are written as {\"nonfinite\": ...}, never as strings or null", "[reports]") {
   const Json report = report_of({case_with_nonfinite_numbers()});
-  CHECK(report["json_schema"] == 3);
+  CHECK(report["json_schema"] == 4);
   const Json& c = report["cases"][0];
   const Json& d = c["first_divergence"];
   CHECK(d["kernel"] == Json{{"nonfinite", "nan"}});

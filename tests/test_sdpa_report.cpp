@@ -59,9 +59,9 @@ TEST_CASE("an SDPA report with q, k, v, a broadcast mask, scale and is_causal lo
   CHECK(in.problem.scale == 0.25);
   CHECK(in.problem.mask.causal == Causal::top_left);
   CHECK(in.problem.mask.dense.dims() == Dims{1, 1, 5, 7});
-  CHECK(mask_bias(in.problem.mask, in.problem.shape, 1, 2, 4, 2) == -INFINITY);  // masked by the bool mask
-  CHECK(mask_bias(in.problem.mask, in.problem.shape, 1, 2, 4, 4) == 0);
-  CHECK(mask_bias(in.problem.mask, in.problem.shape, 1, 2, 2, 4) == -INFINITY);  // by causality
+  CHECK(mask_bias(in.problem, 1, 2, 4, 2) == -INFINITY);  // masked by the bool mask
+  CHECK(mask_bias(in.problem, 1, 2, 4, 4) == 0);
+  CHECK(mask_bias(in.problem, 1, 2, 2, 4) == -INFINITY);  // by causality
   std::remove(path.c_str());
 }
 
@@ -76,8 +76,8 @@ TEST_CASE("bfloat16 arrives as uint16 with a dtype note, float masks as fp32 bia
   CHECK(in.k.get(1 * 4 + 0) == (2 - 1 + 0) / 8.0);
   CHECK(in.v.get(2 * 4 + 3) == (2 * 3) / 8.0);
   CHECK(in.problem.mask.dense.dtype() == DType::f32);
-  CHECK(mask_bias(in.problem.mask, in.problem.shape, 0, 1, 0, 2) == -INFINITY);
-  CHECK(mask_bias(in.problem.mask, in.problem.shape, 0, 0, 1, 0) == 0.5);
+  CHECK(mask_bias(in.problem, 0, 1, 0, 2) == -INFINITY);
+  CHECK(mask_bias(in.problem, 0, 0, 1, 0) == 0.5);
 
   // Without the note, uint16 arrays are no input format.
   auto arrays = report_arrays(DType::bf16);  // write_npz stores bf16 as '<u2'

@@ -124,8 +124,8 @@ TEST_CASE("slicing a case keeps every mask part's meaning", "[triage]") {
   const AttentionInputs part = slice_case(in, 1, 0, 5, 20, 10, 45, 32);
   for (std::int64_t i = 0; i < 15; ++i)
     for (std::int64_t j = 0; j < 35; ++j) {
-      CHECK(mask_bias(part.problem.mask, part.problem.shape, 0, 0, i, j) ==
-            mask_bias(in.problem.mask, in.problem.shape, 1, 0, i + 5, j + 10));
+      CHECK(mask_bias(part.problem, 0, 0, i, j) ==
+            mask_bias(in.problem, 1, 0, i + 5, j + 10));
     }
   CHECK(part.problem.scale == in.problem.scale);
 }

@@ -7,8 +7,11 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
+#include "harness/plugin/crash_guard.h"
+#include "harness/plugin/plugins.h"
 
 namespace fc {
 namespace {
@@ -60,6 +63,10 @@ void require_file(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) throw file_error(path, "no such file");
   if (std::filesystem::is_directory(path, ec)) throw file_error(path, "is a folder, not a file");
 }
+void require_path(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw file_error(path, "no such file or folder");
+}
 void require_folder(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw file_error(path, "no such folder");
@@ -77,7 +84,8 @@ std::string joined(int argc, char** argv) {
 }
 
 void add_case_options(CLI::App& app, PlanOptions& plan) {
-  app.add_option("--shape", plan.shapes, "B,H,S,D or B,H,Sq,Sk,D (repeatable)")->group("Cases");
+  app.add_option("--shape", plan.shapes, "B,H,S,D or B,H,Sq,Sk,D; H as Hq:Hkv for GQA/MQA (repeatable)")
+      ->group("Cases");
   app.add_option("--mask", plan.masks, mask_help() + " (repeatable)")->group("Cases");
   app.add_option("--dtype", plan.dtypes, "fp16 or bf16 (repeatable)")->group("Cases");
   app.add_option("--dist", plan.dists, "normal, uniform, large, outlier or tiny (repeatable)")->group("Cases");
@@ -88,11 +96,29 @@ void add_case_options(CLI::App& app, PlanOptions& plan) {
   app.add_option("--scale", plan.scale, "softmax scale (default 1/sqrt(D))")->group("Cases");
 }
 
-// --json FILE and --junit FILE; `testcase` says what one JUnit testcase is.
+// --json, --junit and --html FILE; `testcase` says what one JUnit testcase is.
 void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& testcase) {
   app.add_option("--json", reports.json, "also write the results as JSON to FILE")->group("Output");
   app.add_option("--junit", reports.junit, "also write JUnit XML to FILE (a testcase per " + testcase + ")")
       ->group("Output");
+  app.add_option("--html", reports.html,
+                 "also write a self-contained HTML report to FILE: stage tables, heatmaps of the first divergence, "
+                 "per-row plots, descriptors")
+      ->group("Output");
+  app.add_option("--html-stages", reports.html_stages,
+                 "also draw heatmaps of these stage outputs in the HTML report (names or kinds: pv, softmax[0])")
+      ->group("Output");
+}
+
+// --bound tight|worst-case: which bound decides the verdict (docs/error-model.md).
+void add_bound_option(CLI::App& app, JudgeOptions& judge) {
+  app.add_option_function<std::string>(
+         "--bound",
+         [&judge](const std::string& v) { judge.judged_by = v == "tight" ? BoundChoice::tight : BoundChoice::worst; },
+         "which error bound decides: tight (default: probabilistic, grows like sqrt(n)) or worst-case (only "
+         "elements over the worst-case bound fail)")
+      ->check(CLI::IsMember({"tight", "worst-case"}))
+      ->group("Judging");
 }
 
 }  // namespace
@@ -117,6 +143,13 @@ int run_cli(int argc, char** argv) {
   app.add_option("--inject", trace.inject,
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
+  add_bound_option(app, trace.judge);
+  app.add_option_function<std::string>(
+         "--rows", [&trace](const std::string& v) { trace.judge.rows = parse_rows(v); },
+         "query rows compared: all (default), N a head (first and last, block and tile boundaries, rows where "
+         "a flat offset crosses 2^16/2^31/2^32, the rest spread evenly) or a list r1,r2,...; flags cover every "
+         "element")
+      ->group("Judging");
   add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
                  "write an HDF5 snapshot for `replay`: FILE holds one case, the first that diverged (else the "
@@ -141,7 +174,17 @@ int run_cli(int argc, char** argv) {
   ref->add_option("--page-width", reference.page_width, "also write the online-softmax quantities per page of this width");
   ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
 
-  CLI::App* list = app.add_subcommand("list", "list the implementations built into this binary");
+  CLI::App* list = app.add_subcommand("list", "list the implementations (built in and from plugins) and the faults");
+
+  CheckCommand check;
+  check.command_line = trace.command_line;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "judge a kernel's captured outputs (out, lse, intermediates) against the FP64 reference under the "
+               "bounds of its arithmetic: INPUTS [OUTPUT], or several captures or folders of them, in parallel");
+  check_cmd->add_option("files", check.paths, "captures (.npz or .h5: q, k, v and out, lse, ...; docs/check.md)")
+      ->required();
+  check_cmd->add_option("--arithmetic", check.arithmetic, "how the kernel computes: " + arithmetic_help());
+  add_report_options(*check_cmd, check.reports, "capture");
 
   ReplayCommand replay;
   replay.command_line = trace.command_line;
@@ -149,6 +192,7 @@ int run_cli(int argc, char** argv) {
       "replay", "recompute the references and comparisons of a snapshot on the CPU and report as the live run did");
   replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required();
   add_report_options(*replay_cmd, replay.reports, "snapshot");
+  add_bound_option(*replay_cmd, replay.judge);
   add_quiet_flag(*replay_cmd, replay.quiet);
 
   DiffCommand diff;
@@ -164,6 +208,9 @@ int run_cli(int argc, char** argv) {
   faults_cmd->add_option("--fault", faults.faults, "only these faults (list shows them)");
   faults_cmd->add_option("--impl", faults.impls, "only these implementations");
   faults_cmd->add_option("--sweep", faults.sweep, "also run N clean random cases through every implementation")
+      ->check(CLI::Range(0, 1000000));
+  faults_cmd->add_option("--long-sweep", faults.long_sweep,
+                         "also run N clean random cases of 1 to 64 query rows against 4096 to 16384 keys")
       ->check(CLI::Range(0, 1000000));
   faults_cmd->add_option("--snapshots", faults.snapshots, "write each faulty run as a fixture into DIR")
       ->check(CLI::ExistingDirectory);
@@ -185,6 +232,7 @@ int run_cli(int argc, char** argv) {
   triage_cmd->add_option("--minimize", triage.minimize,
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
   add_report_options(*triage_cmd, triage.reports, "implementation");
+  add_bound_option(*triage_cmd, triage.judge);
   add_quiet_flag(*triage_cmd, triage.quiet);
 
   FixturesCommand fixtures;
@@ -207,14 +255,38 @@ int run_cli(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "measure: reference GFLOP/s, flag-kernel bandwidth vs device copy, traced vs untraced runs");
   bench_cmd->add_option("--impl", bench.impls, "implementations to time (default: all GPU ones)");
-  bench_cmd->add_option("--shape", bench.shapes, "B,H,S,D shapes to time (repeatable)");
+  bench_cmd->add_option("--shape", bench.shapes, "B,H,S,D shapes to time, H as Hq:Hkv for GQA (repeatable)");
   bench_cmd->add_option("--mask", bench.masks, "none and/or causal (default both)");
   bench_cmd->add_option("--baseline", bench.baseline_file,
                         "PyTorch SDPA timings (scripts/sdpa_bench.py) to print each implementation's ratio to")
       ->check(CLI::ExistingFile);
   bench_cmd->add_flag("--quick", bench.quick, "smaller sizes, for a smoke test");
 
+  SensitivityCommand sensitivity;
+  sensitivity.command_line = trace.command_line;
+  CLI::App* sensitivity_cmd = app.add_subcommand(
+      "sensitivity", "detection power: plant small realistic bugs into correct runs' stage outputs and count what "
+                     "is caught, per bug, stage and key length; clean runs must not alarm");
+  sensitivity_cmd->add_option("--impl", sensitivity.impls, "implementations (default: all that run here)");
+  sensitivity_cmd->add_option("--sk", sensitivity.kv_lens, "key lengths (default 512 4096 16384 65536)");
+  sensitivity_cmd->add_option("--dtype", sensitivity.dtypes, "fp16 and/or bf16 (default both)");
+  sensitivity_cmd->add_option("--seeds", sensitivity.seeds, "trials of every cell, each on its own inputs (default 4)")
+      ->check(CLI::Range(1, 1000));
+  sensitivity_cmd->add_option("--rows", sensitivity.rows, "query rows of every case (default 32)")
+      ->check(CLI::Range(2, 1 << 20));
+  add_bound_option(*sensitivity_cmd, sensitivity.judge);
+  sensitivity_cmd->add_option("--json", sensitivity.reports.json, "also write the cells as JSON to FILE")
+      ->group("Output");
+
   CLI::App* version = app.add_subcommand("version", "print the version, build and device");
+
+  // Plugins are loaded before any command: the option is the program's and every command's.
+  std::vector<std::string> plugins;
+  const std::string plugin_help =
+      "load attention implementations from a plugin library (include/flashcore/plugin.h; repeatable; also "
+      "FLASHCORE_PLUGINS=PATH:PATH)";
+  CLI::Option* plugin_option = app.add_option("--plugin", plugins, plugin_help)->group("Plugins");
+  for (CLI::App* command : app.get_subcommands({})) command->add_option("--plugin", plugins, plugin_help)->group("Plugins");
 
   try {
     app.parse(argc, argv);
@@ -231,7 +303,7 @@ int run_cli(int argc, char** argv) {
   // silently ignored (`--inject X describe` describes the clean implementation).
   if (!app.get_subcommands().empty()) {
     for (const CLI::Option* option : app.get_options()) {
-      if (option->count() > 0) {
+      if (option->count() > 0 && option != plugin_option) {
         std::cerr << "flashcore-check: " << option->get_name() << " is an option of --trace, not of "
                   << app.get_subcommands().front()->get_name() << " (give the subcommand's options after its name)\n";
         return kExitUsage;
@@ -247,12 +319,17 @@ int run_cli(int argc, char** argv) {
       require_file(diff.b);
     }
     if (triage_cmd->parsed()) require_file(triage.report);
+    if (check_cmd->parsed()) {
+      for (const std::string& path : check.paths) require_path(path);
+    }
     if (fixtures_cmd->parsed()) {
       if (fixtures.dir.empty()) fixtures.dir = "fixtures";
       require_folder(fixtures.dir);
     }
+    load_plugins(plugins);
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();
+    if (check_cmd->parsed()) return run_check(check);
     if (describe_cmd->parsed()) return run_describe(describe);
     if (replay_cmd->parsed()) return run_replay(replay);
     if (diff_cmd->parsed()) return run_diff(diff);
@@ -260,11 +337,15 @@ int run_cli(int argc, char** argv) {
     if (triage_cmd->parsed()) return run_triage(triage);
     if (fixtures_cmd->parsed()) return run_fixtures(fixtures);
     if (bench_cmd->parsed()) return run_bench(bench);
+    if (sensitivity_cmd->parsed()) return run_sensitivity(sensitivity);
     if (version->parsed()) return run_version();
     if (do_trace || !trace.impls.empty()) return run_trace(trace);
     std::cerr << "flashcore-check: nothing to do: give --trace or a subcommand (see --help)\n";
     return kExitUsage;
   } catch (const Error& e) {
+    std::cerr << "flashcore-check: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const PluginFailure& e) {  // a plugin failed, threw or crashed: the process stops judging
     std::cerr << "flashcore-check: " << e.what() << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {  // a bug of ours: still one line, and files are cleaned up on the way out

@@ -3,6 +3,8 @@
 //   flags      flag-kernel bytes/s     vs  device-to-device copy (bytes read + written)/s
 //   trace      traced run (flags on every stage, no host copies)  vs  the untraced run
 //   impls      TFLOP/s (4 B H Sq Sk D / time); scripts/gpu-check sets them beside PyTorch SDPA
+// Before any timing, each implementation is judged (trace and production builds) on a small
+// case with the benchmark's head dim and mask: exit 1 if one diverges.
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -22,6 +24,8 @@
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
 #include "harness/trace/capture.h"
+#include "harness/trace/judge.h"
+#include "reports/table.h"
 #include "kernels/common/device_inputs.h"
 #include "kernels/implementation.h"
 #include "reference/attention.h"
@@ -113,8 +117,11 @@ std::vector<Line> bench_flags(bool quick, cudaStream_t stream) {
 // PyTorch SDPA TFLOP/s per backend and (shape, causal), from scripts/sdpa_bench.py's TSV.
 using SdpaTable = std::map<std::string, std::map<std::string, double>>;  // key -> backend -> TFLOP/s
 
+// GQA shapes have no baseline in the table (its lines are for H K/V heads).
 std::string sdpa_key(const Shape& s, bool causal) {
-  return std::to_string(s.batch) + "," + std::to_string(s.heads) + "," + std::to_string(s.q_len) + "," +
+  const std::string heads =
+      std::to_string(s.heads) + (s.kv_head_count() != s.heads ? ":" + std::to_string(s.kv_head_count()) : "");
+  return std::to_string(s.batch) + "," + heads + "," + std::to_string(s.q_len) + "," +
          std::to_string(s.kv_len) + "," + std::to_string(s.head_dim) + "," + (causal ? "1" : "0");
 }
 
@@ -167,7 +174,7 @@ std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape,
 
   double traced_ms = 0;
   if (traceable) {
-    CaptureTap tap(graph, shape, false, stream);
+    CaptureTap tap(graph, in.problem, false, stream);
     RunContext traced{in, &device, &tap, stream};
     traced_ms = median_ms(2, 10, stream, [&] {
       tap.reset();
@@ -194,6 +201,24 @@ std::vector<Line> bench_implementation(Implementation& impl, const Shape& shape,
     }
   }
   return lines;
+}
+
+// What is timed is judged: the implementation's trace and production builds on a small case
+// with the benchmark's head dim and mask (the trace build does not fit at benchmark sizes).
+bool judge_before_timing(Implementation& impl, std::int64_t head_dim, const std::string& mask) {
+  CaseSpec spec;
+  spec.shape = {1, 2, 384, 512, head_dim};
+  spec.mask = mask;
+  spec.seed = 3;
+  const AttentionInputs in = generate_inputs(spec);
+  if (impl.unsupported(in.problem)) return true;
+  const DeviceInputs device(in, nullptr);
+  const CaseResult r = judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device);
+  int production = 0;
+  for (const OutputResult& o : r.outputs) production += o.production ? 1 : 0;
+  std::printf("%s %s: judged, trace build and %d production results: %s\n", impl.name().c_str(), spec.label().c_str(),
+              production, outcome_text(r).c_str());
+  return r.verdict == Verdict::pass;
 }
 
 void print_table(const std::vector<Line>& lines) {
@@ -227,9 +252,21 @@ int run_bench(const BenchCommand& command) {
   }
   const DeviceInfo device = device_info();
   if (!device.available) std::fprintf(stderr, "no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
+  if (device.available) std::printf("device: %s\n", device.describe().c_str());
 
-  // The reference, the flag kernel, then every implementation on every shape and mask.
-  Progress progress("bench", 1 + (device.available ? 1 + static_cast<std::int64_t>(shapes.size() * masks.size() * impls.size()) : 0));
+  // Each implementation judged once per head dim and mask before it is timed.
+  std::vector<std::pair<Implementation*, std::pair<std::int64_t, std::string>>> to_judge;
+  for (const Shape& shape : shapes) {
+    for (const std::string& mask : masks) {
+      for (auto& impl : impls) {
+        const auto what = std::make_pair(impl.get(), std::make_pair(shape.head_dim, mask));
+        if (std::find(to_judge.begin(), to_judge.end(), what) == to_judge.end()) to_judge.push_back(what);
+      }
+    }
+  }
+  // The reference, the flag kernel, the judging, then every implementation on every shape and mask.
+  const std::int64_t timed = static_cast<std::int64_t>(shapes.size() * masks.size() * impls.size());
+  Progress progress("bench", 1 + (device.available ? 1 + static_cast<std::int64_t>(to_judge.size()) + timed : 0));
   std::vector<Line> lines = bench_reference(command.quick);
   progress.advance();
   if (!device.available) {
@@ -240,6 +277,12 @@ int run_bench(const BenchCommand& command) {
   CudaStream stream;
   for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
   progress.advance();
+  bool judged_ok = true;
+  for (const auto& [impl, what] : to_judge) {
+    progress.clear();  // judge_before_timing prints a line
+    judged_ok = judge_before_timing(*impl, what.first, what.second) && judged_ok;
+    progress.advance();
+  }
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {
@@ -249,9 +292,8 @@ int run_bench(const BenchCommand& command) {
     }
   }
   progress.clear();
-  std::printf("device: %s\n", device.describe().c_str());
   print_table(lines);
-  return kExitPass;
+  return judged_ok ? kExitPass : kExitDiverged;
 }
 
 }  // namespace fc

@@ -8,6 +8,7 @@
 
 #include "harness/cli/report_files.h"
 #include "harness/plan.h"
+#include "harness/trace/judge.h"
 
 namespace fc {
 
@@ -24,6 +25,7 @@ struct TraceCommand {
   std::string snapshot;                      // write each judged case to this HDF5 file
   std::vector<std::string> snapshot_stages;  // which stage tensors the snapshot stores
   bool fixture = false;                      // write fixtures rather than snapshots
+  JudgeOptions judge;
   std::string command_line;
   bool quiet = false;  // only the summary line
 };
@@ -32,6 +34,7 @@ int run_trace(const TraceCommand& command);
 struct ReplayCommand {
   std::string file;
   ReportFiles reports;
+  JudgeOptions judge;
   std::string command_line;
   bool quiet = false;  // only the summary line
 };
@@ -55,6 +58,7 @@ int run_fixtures(const FixturesCommand& command);
 struct FaultsCommand {
   std::vector<std::string> faults, impls;
   int sweep = 0;          // clean random cases after the matrix
+  int long_sweep = 0;     // clean long-context random cases (4096 to 16384 keys)
   std::string snapshots;  // write each faulty run as a fixture into this folder
   ReportFiles reports;
   std::string command_line;
@@ -69,6 +73,7 @@ struct TriageCommand {
   std::string inject;    // plant this fault in the implementations that have it
   std::string minimize;  // write the smallest failing case here
   ReportFiles reports;
+  JudgeOptions judge;
   std::string command_line;
   bool quiet = false;  // only the summary line
 };
@@ -85,6 +90,14 @@ int run_reference(const ReferenceCommand& command);
 
 int run_list();
 
+struct CheckCommand {
+  std::vector<std::string> paths;  // captures, or folders of them (harness/io/capture_file.h)
+  std::string arithmetic;          // --arithmetic (harness/check/arithmetic_spec.h)
+  ReportFiles reports;
+  std::string command_line;
+};
+int run_check(const CheckCommand& command);
+
 struct DescribeCommand {
   std::string impl;
   std::string inject;
@@ -100,6 +113,17 @@ struct BenchCommand {
   bool quick = false;
 };
 int run_bench(const BenchCommand& command);
+
+struct SensitivityCommand {
+  std::vector<std::string> impls, dtypes;
+  std::vector<std::int64_t> kv_lens;
+  int seeds = 4;
+  std::int64_t rows = 32;
+  JudgeOptions judge;
+  ReportFiles reports;  // json only
+  std::string command_line;
+};
+int run_sensitivity(const SensitivityCommand& command);
 
 int run_version();
 

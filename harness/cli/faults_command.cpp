@@ -1,6 +1,7 @@
 // flashcore-check faults: the detection matrix (every fault x every implementation that has
 // it: expected vs found stage, element and cause, and the same case run clean) and a sweep of
 // clean random cases; every figure as a count of what was run.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/faults/matrix.h"
+#include "harness/faults/matrix_table.h"
 #include "kernels/implementation.h"
 #include "reports/progress.h"
 #include "reports/table.h"
@@ -17,28 +19,39 @@
 namespace fc {
 namespace {
 
-std::string index_or_dash(const Index4& i) { return i.b >= 0 ? index_string(i) : "-"; }
-
-std::string found_text(const MatrixCell& c) {
-  if (!c.faulty.divergence) return std::string("not found (") + verdict_name(c.faulty.verdict) + ")";
-  const Divergence& d = *c.faulty.divergence;
-  return d.output + " " + index_or_dash(d.index) + " " + d.cause;
-}
-
-std::string expected_text(const Expectation& e) {
-  return e.output + " " + (e.index ? index_string(*e.index) : std::string("-")) + " " + e.cause;
-}
-
 std::string percent(int n, int total) {
   std::ostringstream s;
   s << n << "/" << total << " (" << (total ? 100 * n / total : 100) << "%)";
   return s.str();
 }
 
-// `word` padded to `width`, then painted: the padding stays outside the colour codes.
-std::string column(const std::string& word, int width, bool colour) {
-  const std::string padding(word.size() < static_cast<std::size_t>(width) ? width - word.size() : 0, ' ');
-  return painted_verdict(word, colour) + padding;
+// The detection matrix for the HTML report: each row links to its faulty run's section and
+// carries the expected element (data-index), which the browser test checks the marker against.
+HtmlTable matrix_table(const std::vector<MatrixCell>& cells, const std::vector<std::string>& sections) {
+  HtmlTable t;
+  t.id = "detection-matrix";
+  t.title = "Detection matrix";
+  t.caption = "every planted fault x every implementation that has it: the first divergence expected (stage output, "
+              "element, cause) against the one found, and the same case run clean";
+  t.header = {"fault", "implementation", "expected", "found", "clean run", "result"};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const MatrixCell& c = cells[i];
+    HtmlCell expected(expected_text(c.expected));
+    expected.with("output", c.expected.output);
+    if (c.expected.index) {
+      const Index4& at = *c.expected.index;
+      expected.with("index", std::to_string(at.b) + "," + std::to_string(at.h) + "," + std::to_string(at.row) + "," +
+                                 std::to_string(at.col));
+    }
+    const std::string section = i < sections.size() ? sections[i] : "";
+    t.rows.push_back({HtmlCell(c.fault, "", section.empty() ? "" : "#" + section).with("case", section),
+                      HtmlCell(c.impl),
+                      expected,
+                      HtmlCell(found_text(c), c.stage_ok && c.index_ok && c.cause_ok ? "ok" : "bad"),
+                      HtmlCell(c.clean_ok() ? "pass" : "ALARM", c.clean_ok() ? "ok" : "bad"),
+                      HtmlCell(c.ok() ? "ok" : "WRONG", c.ok() ? "ok" : "bad")});
+  }
+  return t;
 }
 
 }  // namespace
@@ -56,12 +69,21 @@ int run_faults(const FaultsCommand& command) {
   std::ostream& out = detail_stream(command.quiet);
   const bool colour = colour_stdout();
   Progress progress("faults", 0);
-  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line,
+  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {},
                         &progress};
+  HtmlReportBuilder html = html_report(command.reports, "faults", command.command_line);
+  std::vector<std::string> faulty_sections;  // one per cell, in the matrix's order
+  if (html.enabled()) {
+    options.on_run = [&](const MatrixCell& cell, const AttentionInputs& inputs, const Judged& run, bool faulty) {
+      const std::string id = html.add_case(inputs, run.run, run.result, run.references,
+                                           faulty ? "fault " + cell.fault + " planted; expected " + expected_text(cell.expected)
+                                                  : "clean run of the trigger case of " + cell.fault + ": a false alarm");
+      if (faulty) faulty_sections.push_back(id);
+    };
+  }
   const std::vector<MatrixCell> cells = run_fault_matrix(options);
   progress.clear();
-  out << std::left << std::setw(22) << "fault" << std::setw(20) << "implementation" << std::setw(40) << "expected"
-      << std::setw(44) << "found" << "clean  result\n";
+  write_matrix_table(out, cells, colour);
   int stage = 0, index = 0, cause = 0, clean = 0;
   std::vector<CaseResult> results;
   std::vector<JunitCase> junit;
@@ -70,9 +92,6 @@ int run_faults(const FaultsCommand& command) {
     index += c.index_ok;
     cause += c.cause_ok;
     clean += c.clean_ok();
-    out << std::left << std::setw(22) << c.fault << std::setw(20) << c.impl << std::setw(40) << expected_text(c.expected)
-        << std::setw(44) << found_text(c) << column(c.clean_ok() ? "pass" : "ALARM", 7, colour)
-        << painted_verdict(c.ok() ? "ok" : "WRONG", colour) << "\n";
     results.push_back(c.faulty);
     JunitCase j = junit_case(c.faulty, "flashcore-check.faults." + c.impl, c.fault);
     j.status = c.ok() ? JunitCase::Status::passed : JunitCase::Status::failed;
@@ -87,16 +106,25 @@ int run_faults(const FaultsCommand& command) {
   summary << n << " fault x implementation cells: stage right " << percent(stage, n) << ", first index right "
           << percent(index, n) << ", cause right " << percent(cause, n) << "; clean runs without alarm "
           << percent(clean, n);
-  if (command.sweep > 0) {
-    const SweepResult sweep = run_clean_sweep(command.sweep, command.impls, device.available, &progress);
+  const auto on_divergence = [&](const AttentionInputs& inputs, const Judged& run) {
+    html.add_case(inputs, run.run, run.result, run.references, "clean sweep: a false alarm");
+  };
+  for (const bool long_context : {false, true}) {
+    const int cases = long_context ? command.long_sweep : command.sweep;
+    if (cases <= 0) continue;
+    const SweepResult sweep = run_clean_sweep(cases, command.impls, device.available, long_context,
+                                              html.enabled() ? on_divergence : std::function<void(const AttentionInputs&, const Judged&)>{},
+                                              &progress);
     progress.clear();
     for (const CaseResult& r : sweep.divergences) write_case_table(out, r, colour);
-    summary << "; clean sweep: " << sweep.cases << " random cases, " << sweep.runs << " runs, "
-            << sweep.divergences.size() << " divergences";
+    summary << (long_context ? "; long-context clean sweep: " : "; clean sweep: ") << sweep.cases << " random cases, "
+            << sweep.runs << " runs, " << sweep.divergences.size() << " divergences";
     ok = ok && sweep.divergences.empty();
   }
   std::cout << summary.str() << ": " << painted_verdict(ok ? "ok" : "WRONG", colour) << "\n";
   write_report_files(command.reports, command.command_line, results, "faults", junit);
+  html.add_summary(matrix_table(cells, faulty_sections));
+  html.write();
   return ok ? kExitPass : kExitDiverged;
 }
 

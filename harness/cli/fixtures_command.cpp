@@ -96,6 +96,7 @@ struct Tally {
   std::vector<CaseResult> results;
   int failed = 0;
   std::vector<std::string> fixture_failures;  // "FAIL  CHECK: MESSAGE" of the current fixture
+  std::vector<std::string> fixture_live;      // the implementations it ran live
   int fixture_checks = 0;
 
   void add(const std::string& fixture, const std::string& check, bool ok, const std::string& message,
@@ -116,18 +117,22 @@ struct Tally {
     failed += ok ? 0 : 1;
     ++fixture_checks;
     if (!ok) fixture_failures.push_back(check + ": " + message);
+    if (check.rfind("live ", 0) == 0) fixture_live.push_back(check.substr(5));
   }
 
-  // One line per fixture, and under it each check that failed.
+  // One line per fixture (with the implementations it ran live), and under it each check that failed.
   void end_fixture(std::ostream& out, const std::string& heading, bool colour) {
     out << heading << ": " << fixture_checks << " checks ";
-    if (fixture_failures.empty()) {
-      out << painted_verdict("ok", colour) << "\n";
-    } else {
-      out << painted(std::to_string(fixture_failures.size()) + " FAILED", Tone::bad, colour) << "\n";
+    out << (fixture_failures.empty() ? painted_verdict("ok", colour)
+                                     : painted(std::to_string(fixture_failures.size()) + " FAILED", Tone::bad, colour));
+    std::string live;
+    for (const std::string& name : fixture_live) live += (live.empty() ? "; live: " : ", ") + name;
+    out << live << "\n";
+    if (!fixture_failures.empty()) {
       for (const std::string& f : fixture_failures) out << "  " << painted("FAIL", Tone::bad, colour) << "  " << f << "\n";
     }
     fixture_failures.clear();
+    fixture_live.clear();
     fixture_checks = 0;
   }
 };
@@ -147,6 +152,7 @@ int run_fixtures(const FixturesCommand& command) {
   const DeviceInfo device = device_info();
   std::vector<std::string> new_manifest{"# file impl fault verdict first-divergence cause (flashcore-check fixtures --write-manifest)"};
   Tally tally;
+  HtmlReportBuilder html = html_report(command.reports, "fixtures", command.command_line);
   for (const std::string& file : files) {
     const std::string path = (fs::path(command.dir) / file).string();
     const H5Reader reader(path);
@@ -172,6 +178,8 @@ int run_fixtures(const FixturesCommand& command) {
     tally.add(file, "reference", drift <= 1e-12, drift_text.str(), nullptr);
     const bool replay_ok = replay.verdict == s.recorded.verdict && same_divergence(replay.divergence, s.recorded.divergence, true);
     tally.add(file, "replay", replay_ok, "replayed " + outcome_text(replay) + "; recorded " + outcome_text(s.recorded), &replay);
+    html.add_case(s.file.inputs, s.run, replay, references,
+                  file + ": replay " + (replay_ok ? "agrees with" : "DIFFERS from") + " the recorded " + outcome_text(s.recorded));
 
     // Live: every implementation on the fixture's inputs, the GPU ones where a device is.
     const bool input_defect = s.recorded.divergence && (s.recorded.divergence->cause == "input-nan" ||
@@ -182,7 +190,8 @@ int run_fixtures(const FixturesCommand& command) {
       if ((impl->on_gpu() && !device.available) || impl->unsupported(s.file.inputs.problem)) continue;
       const bool captured = impl->name() == s.impl;
       if (captured) impl->inject(s.fault);
-      const CaseResult live = judge_case(*impl, s.file.inputs, s.file.description, device_inputs.get());
+      const Judged judged = judge_case_keeping(*impl, s.file.inputs, s.file.description, device_inputs.get(), html.enabled());
+      const CaseResult& live = judged.result;
       bool ok;
       if (captured || input_defect) {
         // The same stage output and cause (a race may move the element, so not the index).
@@ -190,8 +199,9 @@ int run_fixtures(const FixturesCommand& command) {
       } else {
         ok = live.verdict == Verdict::pass;
       }
-      tally.add(file, "live " + impl->name() + (captured && !s.fault.empty() ? " with " + s.fault : ""), ok,
-                outcome_text(live), &live);
+      const std::string check = "live " + impl->name() + (captured && !s.fault.empty() ? " with " + s.fault : "");
+      tally.add(file, check, ok, outcome_text(live), &live);
+      html.add_case(s.file.inputs, judged.run, live, judged.references, file + ": " + check + (ok ? " (as expected)" : " (NOT as expected)"));
     }
     progress.clear();
     tally.end_fixture(out, heading, colour);
@@ -208,6 +218,7 @@ int run_fixtures(const FixturesCommand& command) {
             << painted(std::to_string(tally.failed) + " failed", tally.failed ? Tone::bad : Tone::good, colour)
             << (device.available ? "" : " (no CUDA device: GPU implementations not run live)") << "\n";
   write_report_files(command.reports, command.command_line, tally.results, "fixtures", tally.junit);
+  html.write();
   return tally.failed > 0 ? kExitDiverged : kExitPass;
 }
 

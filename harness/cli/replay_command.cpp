@@ -13,7 +13,8 @@ namespace fc {
 int run_replay(const ReplayCommand& command) {
   check_report_files(command.reports);
   const Snapshot s = read_snapshot(H5Reader(command.file));
-  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run);
+  std::vector<OutputReferences> references;
+  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge);
   const bool colour = colour_stdout();
   std::ostream& out = detail_stream(command.quiet);
   out << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault) << ")\n";
@@ -23,6 +24,11 @@ int run_replay(const ReplayCommand& command) {
             << "; recorded: " << outcome_text(s.recorded)
             << (agrees ? "; the replay agrees\n" : "; the replay " + painted("DIFFERS", Tone::bad, colour) + "\n");
   write_report_files(command.reports, command.command_line, {result}, "replay");
+  HtmlReportBuilder html = html_report(command.reports, "replay", command.command_line);
+  html.add_case(s.file.inputs, s.run, result, references,
+                "replay of " + command.file + "; recorded: " + outcome_text(s.recorded) +
+                    (agrees ? "; the replay agrees" : "; the replay DIFFERS"));
+  html.write();
   return result.verdict == Verdict::pass ? kExitPass : kExitDiverged;
 }
 

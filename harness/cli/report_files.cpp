@@ -11,6 +11,7 @@ namespace fc {
 void check_report_files(const ReportFiles& files) {
   if (!files.json.empty()) check_output_path(files.json);
   if (!files.junit.empty()) check_output_path(files.junit);
+  if (!files.html.empty()) check_output_path(files.html);
 }
 
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
@@ -26,6 +27,12 @@ void write_report_files(const ReportFiles& files, const std::string& command, co
     }
     write_text_file(files.junit, [&](std::ostream& out) { write_junit(out, suite, junit); });
   }
+}
+
+HtmlReportBuilder html_report(const ReportFiles& files, const std::string& suite, const std::string& command) {
+  FigureOptions options;
+  options.stages = files.html_stages;
+  return HtmlReportBuilder(files.html, "flashcore-check " + suite, command, options);
 }
 
 }  // namespace fc

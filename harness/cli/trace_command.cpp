@@ -140,6 +140,7 @@ int run_trace(const TraceCommand& command) {
   std::ostream& out = detail_stream(command.quiet);
   const bool colour = colour_stdout();
   Progress progress("trace", static_cast<std::int64_t>(cases.size() * std::max<std::size_t>(impls.size(), 1)));
+  HtmlReportBuilder html = html_report(command.reports, "trace", command.command_line);
   std::vector<CaseResult> results;
   bool self_check_failed = false;
   int case_number = 0;
@@ -157,8 +158,10 @@ int run_trace(const TraceCommand& command) {
     std::unique_ptr<DeviceInputs> device_inputs;
     for (const auto& impl : impls) {
       if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
-      Judged judged = judge_case_keeping(*impl, inputs, description, device_inputs.get(), snapshots.wanted());
+      Judged judged = judge_case_keeping(*impl, inputs, description, device_inputs.get(),
+                                         snapshots.wanted() || html.enabled(), command.judge);
       results.push_back(judged.result);
+      html.add_case(inputs, judged.run, judged.result, judged.references);
       progress.clear();
       write_case_table(out, judged.result, colour);
       if (command.dump_descriptors && !judged.result.descriptors.empty()) {
@@ -184,6 +187,7 @@ int run_trace(const TraceCommand& command) {
   if (!device.available) std::cout << "; reference self-check " << (self_check_failed ? "FAILED" : "passed");
   std::cout << "\n";
   write_report_files(command.reports, command.command_line, results, "trace");
+  html.write();
   return counts[1] + counts[2] > 0 || self_check_failed ? kExitDiverged : kExitPass;
 }
 

@@ -6,11 +6,13 @@
 #include <memory>
 
 #include "core/error.h"
+#include "harness/check/captured.h"
 #include "harness/cli/commands.h"
 #include "harness/io/case_loader.h"
 #include "harness/io/snapshot.h"
 #include "harness/io/staged_file.h"
 #include "harness/triage/input_findings.h"
+#include "harness/trace/judge.h"
 #include "harness/triage/minimize.h"
 #include "kernels/common/device_inputs.h"
 #include "reference/attention.h"
@@ -35,11 +37,25 @@ std::vector<std::unique_ptr<Implementation>> chosen(const TriageCommand& command
     }
     runnable.push_back(std::move(impl));
   }
-  if (runnable.empty()) {
+  if (runnable.empty() && !command.inject.empty()) {
     throw Error("--inject " + command.inject + ": only GPU implementations have this fault, and there is no CUDA device (" +
                 device.why_unavailable + ")");
   }
   return runnable;
+}
+
+HtmlTable input_findings_table(const std::vector<InputFinding>& findings) {
+  HtmlTable t;
+  t.id = "input-findings";
+  t.title = "Input findings";
+  t.caption = findings.empty() ? "none: the inputs hold no NaN, Inf, fully masked row or overflow risk"
+                               : "what the inputs say before any kernel runs (CPU, FP64)";
+  t.header = {"cause", "tensor", "first place (b,h,row,col)", "detail"};
+  for (const InputFinding& f : findings) {
+    t.rows.push_back({HtmlCell(f.cause, f.defect ? "bad" : ""), HtmlCell(f.tensor),
+                      HtmlCell(f.index ? index_string(*f.index) : "-"), HtmlCell(f.detail)});
+  }
+  return t;
 }
 
 }  // namespace
@@ -74,20 +90,35 @@ int run_triage(const TriageCommand& command) {
         << "); only the CPU implementations ran\n";
   }
 
+  HtmlReportBuilder html = html_report(command.reports, "triage", command.command_line);
+  html.add_summary(input_findings_table(findings));
+
   out << "\nimplementations, stage by stage:\n";
   std::unique_ptr<DeviceInputs> device_inputs;
   std::vector<CaseResult> results;
   Implementation* first_failing = nullptr;
-  for (auto& impl : impls) {
-    if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
-    CaseResult r = judge_case(*impl, inputs, report.description, device_inputs.get());
-    out << "  " << impl->name() << ": " << painted_verdict(verdict_name(r.verdict), colour);
+  const auto report_one = [&](const CaseResult& r) {
+    out << "  " << r.impl << ": " << painted_verdict(verdict_name(r.verdict), colour);
     if (!r.reason.empty()) out << " (" << r.reason << ")";
     out << "\n";
-    if (r.divergence) {
-      write_pinpoint(out, *r.divergence);
-      if (!first_failing) first_failing = impl.get();
-    }
+    if (r.divergence) write_pinpoint(out, *r.divergence);
+  };
+  // The output the user saw, when the report holds it: judged on the inputs as given.
+  const CaptureFile seen = read_capture_file(command.report);
+  if (!seen.outputs.empty()) {
+    std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, {});
+    Judged judged = judge_case_keeping(*captured, report.inputs, report.description, nullptr, html.enabled(), command.judge);
+    html.add_case(report.inputs, judged.run, judged.result, judged.references);
+    results.push_back(std::move(judged.result));
+    report_one(results.back());
+  }
+  for (auto& impl : impls) {
+    if (impl->on_gpu() && !device_inputs) device_inputs = std::make_unique<DeviceInputs>(inputs, nullptr);
+    Judged judged = judge_case_keeping(*impl, inputs, report.description, device_inputs.get(), html.enabled(), command.judge);
+    html.add_case(inputs, judged.run, judged.result, judged.references);
+    CaseResult& r = judged.result;
+    report_one(r);
+    if (r.divergence && !first_failing) first_failing = impl.get();
     results.push_back(std::move(r));
   }
 
@@ -133,6 +164,7 @@ int run_triage(const TriageCommand& command) {
             << " implementation" << (results.size() == 1 ? "" : "s") << ": " << counts[0] << " pass, " << counts[1]
             << " diverged, " << counts[2] << " error" << minimized << "\n";
   write_report_files(command.reports, command.command_line, results, "triage", {}, findings);
+  html.write();
   const bool diverged = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.verdict != Verdict::pass && r.verdict != Verdict::skipped; });
   return diverged || defect ? kExitDiverged : kExitPass;
 }

@@ -5,7 +5,9 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "core/packed.h"
 #include "harness/trace/stage_reference.h"
+#include "reference/matrix.h"
 
 namespace fc {
 namespace {
@@ -119,7 +121,7 @@ Expectation expect_no_max_subtract(const AttentionInputs& in, const StageGraph& 
             for (Eigen::Index j = 0; j < s.cols(); ++j) total += fp32_exp(s(r, j));
           }
           const double faulty = fp32_exp(s(r, c)) / total;
-          return std::isinf(total) && differs(faulty, p.value(r, c), p.bound(r, c));
+          return std::isinf(total) && differs(faulty, p.value(r, c), p.tight(r, c));
         },
         Quantity::probs);
   }
@@ -128,9 +130,56 @@ Expectation expect_no_max_subtract(const AttentionInputs& in, const StageGraph& 
       in, g, StageKind::softmax, "exp-overflow",
       [](const Stage& st, const Bounded& pt, const QuantityMap& map, Eigen::Index r, Eigen::Index c) {
         const double s = map.at({Quantity::scores, st.split, st.tile}).value(r, c);
-        return differs(fp32_exp(s), pt.value(r, c), pt.bound(r, c));
+        return differs(fp32_exp(s), pt.value(r, c), pt.tight(r, c));
       },
       Quantity::p_tilde);
+}
+
+// One head's inputs as a faulty implementation reads them (wrong K/V head, wrong rows, a
+// wrong mask or score function), in FP64.
+using FaultyHead = std::function<HeadInputs(std::int64_t b, std::int64_t h)>;
+
+// The first element, in the execution order of the stage outputs and then (b, h, row, col)
+// over what exists, where the end-to-end reference of the faulty head inputs differs from
+// the clean one by more than the clean bound: where a kernel that reads wrong operands or
+// applies a wrong mask shows it first.
+Expectation first_difference(const AttentionInputs& in, const StageGraph& g, const std::string& cause,
+                             const FaultyHead& faulty_head) {
+  const Shape& s = in.problem.shape;
+  HeadReferences clean(in, g);
+  std::vector<std::optional<QuantityMap>> faulty(static_cast<std::size_t>(s.batch * s.heads));
+  for (const Stage& st : g.stages) {
+    for (std::size_t o = 0; o < st.outputs.size(); ++o) {
+      const StageOutput& out = st.outputs[o];
+      const bool key_indexed = out.quantity == Quantity::scores || out.quantity == Quantity::p_tilde;
+      const std::int64_t offset = key_indexed ? stage_columns(s, g.algorithm, st).begin : 0;
+      for (std::int64_t b = 0; b < s.batch; ++b)
+        for (std::int64_t h = 0; h < s.heads; ++h) {
+          std::optional<QuantityMap>& mine = faulty[static_cast<std::size_t>(b * s.heads + h)];
+          if (!mine) mine = end_to_end_reference(faulty_head(b, h), s, g);
+          const Bounded& ref = clean.at(b, h).at(key_of(st, out));
+          const MatrixR& wrong = mine->at(key_of(st, out)).value;
+          const Extent e = existing_extent(in.problem, g.algorithm, st, out, b);
+          for (Eigen::Index r = 0; r < e.rows; ++r)
+            for (Eigen::Index c = 0; c < e.cols; ++c) {
+              if (differs(wrong(r, c), ref.value(r, c), ref.tight(r, c))) {
+                return {st.output_name(o), cause, Index4{b, h, r, is_row_quantity(out.quantity) ? -1 : offset + c}};
+              }
+            }
+        }
+    }
+  }
+  return {"(no stage fails)", cause, std::nullopt};
+}
+
+// Rows [first, first + count) of head `head` of a packed [rows, heads, D] tensor, as [total, D].
+MatrixR packed_rows(const HostTensor& packed, std::int64_t first, std::int64_t count, std::int64_t head,
+                    std::int64_t total) {
+  const Dims& d = packed.dims();
+  MatrixR m = MatrixR::Zero(total, d[2]);
+  for (std::int64_t r = 0; r < count; ++r)
+    for (std::int64_t c = 0; c < d[2]; ++c) m(r, c) = packed.get(((first + r) * d[1] + head) * d[2] + c);
+  return m;
 }
 
 // The first row of the first softmax stage whose keys there are all masked.
@@ -147,8 +196,9 @@ Expectation expect_masked_row_nan(const AttentionInputs& in, const StageGraph& g
 
 }  // namespace
 
-const std::vector<FaultSpec>& fault_catalog() {
-  static const std::vector<FaultSpec> catalog = [] {
+namespace {
+std::vector<FaultSpec>& catalog_storage() {
+  static std::vector<FaultSpec> catalog = [] {
     std::vector<FaultSpec> c;
     const std::vector<std::string> paged{"cublaslt-paged", "cpu-emulated-paged"};
     const std::vector<std::string> lt{"cublaslt-paged", "cublaslt-splitk"};
@@ -174,7 +224,7 @@ const std::vector<FaultSpec>& fault_catalog() {
                        [](const Stage& st, const Bounded& s1, const QuantityMap& map, Eigen::Index r, Eigen::Index col) {
                          if (st.tile != 1) return false;
                          const Bounded& s0 = map.at({Quantity::scores, -1, 0});
-                         return differs(s0.value(r, col), s1.value(r, col), s1.bound(r, col) + s0.bound(r, col));
+                         return differs(s0.value(r, col), s1.value(r, col), s1.tight(r, col) + s0.tight(r, col));
                        },
                        Quantity::scores);
                  }});
@@ -219,7 +269,7 @@ const std::vector<FaultSpec>& fault_catalog() {
                          const MatrixR& l = map.at({Quantity::row_sum, st->split, last}).value;
                          for (Eigen::Index r = 0; r < o.value.rows(); ++r)
                            for (Eigen::Index c = 0; c < o.value.cols(); ++c) {
-                             if (differs(o.value(r, c) * l(r, 0), o.value(r, c), o.bound(r, c))) {
+                             if (differs(o.value(r, c) * l(r, 0), o.value(r, c), o.tight(r, c))) {
                                return std::optional<Index4>(Index4{b, h, r, c});
                              }
                            }
@@ -253,6 +303,96 @@ const std::vector<FaultSpec>& fault_catalog() {
                    }
                    return Expectation{last, "layout-mismatch", std::nullopt};
                  }});
+    c.push_back({"production-epilogue-scale",
+                 "the production build's epilogue multiplies its output by 1.5; its trace build does not",
+                 {"wmma-fused", "flash-splitkv", "cpu-emulated-paged"}, trigger({1, 2, 64, 256, 64}, "none", "normal"),
+                 "the first result of the production build", "trace-build-mismatch",
+                 [](const AttentionInputs& in, const StageGraph& g) {
+                   // The first result (output, or split 0's partial output): its first nonzero
+                   // element is the first that 1.5x changes.
+                   const Stage* st = nullptr;
+                   for (const Stage& s : g.stages) {
+                     if (!st && is_result(s.outputs[0].quantity)) st = &s;
+                   }
+                   if (!st) throw Error("fault expectation: the stage graph has no result");
+                   HeadReferences references(in, g);
+                   const std::optional<Index4> at = first_in_heads(
+                       in.problem.shape, references, [&](const QuantityMap& map, std::int64_t b, std::int64_t h) {
+                         const MatrixR& o = map.at(key_of(*st, st->outputs[0])).value;
+                         for (Eigen::Index r = 0; r < o.rows(); ++r)
+                           for (Eigen::Index c = 0; c < o.cols(); ++c) {
+                             if (o(r, c) != 0) return std::optional<Index4>(Index4{b, h, r, c});
+                           }
+                         return std::optional<Index4>();
+                       });
+                   return Expectation{st->output_name(0) + " (production)", "trace-build-mismatch", at};
+                 }});
+    c.push_back({"gqa-head-mod", "GQA: query head h reads K/V head h % Hkv instead of h / (H / Hkv)",
+                 {"naive", "cpu-emulated"}, trigger({1, 4, 32, 64, 64, 2}, "none", "normal"),
+                 "the first qk, head 1", "wrong-operand", [](const AttentionInputs& in, const StageGraph& g) {
+                   return first_difference(in, g, "wrong-operand", [&in](std::int64_t b, std::int64_t h) {
+                     HeadInputs head = head_inputs(in, b, h);
+                     head.k = head_matrix(in.k, b, h % in.problem.shape.kv_head_count());
+                     head.v = head_matrix(in.v, b, h % in.problem.shape.kv_head_count());
+                     return head;
+                   });
+                 }});
+    c.push_back({"window-off-by-one", "sliding window: the oldest key of every window masked (left edge one key off)",
+                 {"naive", "cpu-emulated"}, trigger({1, 2, 64, 64, 64}, "window=8,0", "normal"),
+                 "the first qk, row 8", "mask-mismatch", [](const AttentionInputs& in, const StageGraph& g) {
+                   return first_difference(in, g, "mask-mismatch", [&in](std::int64_t b, std::int64_t h) {
+                     HeadInputs head = head_inputs(in, b, h);
+                     const Problem& p = in.problem;
+                     for (std::int64_t i = 0; i < head.bias.rows(); ++i) {
+                       const std::int64_t oldest = i + p.diagonal_of(b) - p.mask.window.left;
+                       if (oldest >= 0 && oldest < head.bias.cols()) head.bias(i, oldest) = -kInf;
+                     }
+                     return head;
+                   });
+                 }});
+    c.push_back({"softcap-after-mask", "softcap applied after the mask: a masked key scores -softcap, not -inf",
+                 {"naive", "cpu-emulated"}, trigger({1, 1, 32, 32, 64}, "causal+softcap=20", "normal"),
+                 "the first qk, row 0 col 1", "mask-mismatch", [](const AttentionInputs& in, const StageGraph& g) {
+                   return first_difference(in, g, "mask-mismatch", [&in](std::int64_t b, std::int64_t h) {
+                     // c tanh((t + bias) / c) as the clean function of a bias chosen to give it.
+                     HeadInputs head = head_inputs(in, b, h);
+                     const double cap = head.softcap;
+                     const MatrixR t = head.scale * (head.q * head.k.transpose());
+                     head.bias = (cap * ((t + head.bias) / cap).array().tanh()).matrix() - t;
+                     head.softcap = 0;
+                     return head;
+                   });
+                 }});
+    c.push_back({"varlen-cu-seqlens", "varlen: query rows read at cu_seqlens_k[b] instead of cu_seqlens_q[b]",
+                 {"cpu-emulated-paged", "wmma-fused"}, trigger({3, 2, 40, 64, 64}, "varlen=20:30,30:50,10:64", "normal"),
+                 "the first qk of sequence 1", "misplaced-values", [](const AttentionInputs& in, const StageGraph& g) {
+                   const PackedInputs packed = pack_inputs(in);
+                   return first_difference(in, g, "misplaced-values", [&](std::int64_t b, std::int64_t h) {
+                     HeadInputs head = head_inputs(in, b, h);
+                     head.q = packed_rows(packed.q, packed.cu_seqlens_k[static_cast<std::size_t>(b)],
+                                          in.problem.q_len_of(b), h, in.problem.shape.q_len);
+                     return head;
+                   });
+                 }});
+    c.push_back({"block-table-stride", "paged KV: block table rows read max_blocks - 1 entries apart",
+                 {"cpu-emulated-paged", "wmma-fused"}, trigger({2, 1, 32, 96, 64}, "paged=16", "normal"),
+                 "the first qk of sequence 1", "wrong-operand", [](const AttentionInputs& in, const StageGraph& g) {
+                   const PackedInputs packed = pack_inputs(in);
+                   const Layout& l = in.problem.layout;
+                   const Shape& s = in.problem.shape;
+                   return first_difference(in, g, "wrong-operand", [&](std::int64_t b, std::int64_t h) {
+                     HeadInputs head = head_inputs(in, b, h);
+                     const std::int64_t kv_head = s.kv_head_of(h);
+                     for (std::int64_t j = 0; j < in.problem.kv_len_of(b); ++j) {
+                       const std::int64_t at = (paged_row(l, l.max_blocks - 1, b, j) * s.kv_head_count() + kv_head) * s.head_dim;
+                       for (std::int64_t c = 0; c < s.head_dim; ++c) {
+                         head.k(j, c) = packed.k_cache.get(at + c);
+                         head.v(j, c) = packed.v_cache.get(at + c);
+                       }
+                     }
+                     return head;
+                   });
+                 }});
     c.push_back({"missing-sync", "no barrier between a K/V tile's copy into shared memory and its use (a race)",
                  {"wmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
                  [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});
@@ -260,6 +400,16 @@ const std::vector<FaultSpec>& fault_catalog() {
     return c;
   }();
   return catalog;
+}
+}  // namespace
+
+const std::vector<FaultSpec>& fault_catalog() { return catalog_storage(); }
+
+void add_faults(const std::vector<FaultSpec>& faults) {
+  for (const FaultSpec& f : faults) {
+    if (find_fault(f.id)) throw Error("fault '" + f.id + "' is already in the catalog");
+    catalog_storage().push_back(f);
+  }
 }
 
 const FaultSpec* find_fault(const std::string& id) {

@@ -33,5 +33,8 @@ struct FaultSpec {
 
 const std::vector<FaultSpec>& fault_catalog();
 const FaultSpec* find_fault(const std::string& id);
+// Faults planted in implementations from outside (plugins), added before any command runs;
+// an id already in the catalog is an fc::Error.
+void add_faults(const std::vector<FaultSpec>& faults);
 
 }  // namespace fc

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/error.h"
 #include "harness/io/snapshot.h"
 #include "harness/random_cases.h"
 #include "harness/trace/judge.h"
@@ -61,13 +62,17 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       MatrixCell cell;
       cell.fault = spec.id;
       cell.impl = name;
-      cell.clean = judge_case(*impl, inputs, description, device.get());
+      const bool observed = static_cast<bool>(options.on_run);
+      const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed);
+      cell.clean = clean.result;
+      if (observed && !cell.clean_ok()) options.on_run(cell, inputs, clean, false);
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
       const bool snapshot = !options.snapshots.empty();
-      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot);
+      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed);
       cell.faulty = faulty.result;
       grade(cell);
+      if (observed) options.on_run(cell, inputs, faulty, true);
       if (snapshot && spec.keep_as_fixture) {
         SnapshotOptions s;
         s.kind = "fixture";
@@ -84,24 +89,42 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   return cells;
 }
 
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, Progress* progress) {
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context,
+                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence,
+                            Progress* progress) {
   SweepResult sweep;
   std::vector<std::unique_ptr<Implementation>> all;
   for (auto& impl : make_implementations()) {
     if (selected(impls, impl->name()) && (!impl->on_gpu() || gpu)) all.push_back(std::move(impl));
   }
   for (int i = 1; i <= cases; ++i) {
-    const CaseSpec spec = random_case(static_cast<std::uint64_t>(10000 + i)).spec;
+    const std::uint64_t seed = static_cast<std::uint64_t>(10000 + i);
+    const CaseSpec spec = long_context ? random_long_case(seed).spec : random_case(seed).spec;
     const AttentionInputs inputs = generate_inputs(spec);
     const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
     std::unique_ptr<DeviceInputs> device;
     if (progress && i == 1) progress->add_total(cases);
     for (auto& impl : all) {
-      if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
-      const CaseResult r = judge_case(*impl, inputs, description, device.get());
+      Judged judged;
+      try {
+        if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
+        judged = judge_case_keeping(*impl, inputs, description, device.get(), static_cast<bool>(on_divergence));
+      } catch (const Error& e) {  // a device fault outside the run: say where, and stop (the context is gone)
+        CaseResult r;
+        r.impl = impl->name();
+        r.description = description;
+        r.verdict = Verdict::error;
+        r.reason = e.what();
+        sweep.divergences.push_back(r);
+        ++sweep.runs;
+        return sweep;
+      }
+      const CaseResult& r = judged.result;
       if (r.verdict == Verdict::skipped) continue;
       ++sweep.runs;
-      if (r.verdict != Verdict::pass) sweep.divergences.push_back(r);
+      if (r.verdict == Verdict::pass) continue;
+      sweep.divergences.push_back(r);
+      if (on_divergence) on_divergence(inputs, judged);
     }
     ++sweep.cases;
     if (progress) progress->advance();

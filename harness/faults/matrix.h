@@ -2,11 +2,13 @@
 // The detection matrix: every fault x every implementation that has it, on the fault's
 // trigger case, run clean (must pass: no false alarm) and faulty (must be found at the
 // expected stage output, element and cause); and a sweep of clean random cases.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/faults/catalog.h"
+#include "harness/trace/judge.h"
 #include "reports/case_result.h"
 #include "reports/progress.h"
 
@@ -26,6 +28,9 @@ struct MatrixOptions {
   bool gpu = false;                        // GPU implementations can run
   std::string snapshots;                   // a folder: write each faulty run as a fixture
   std::string command_line;
+  // When set: called with each faulty run (after grading its cell) and each clean run that
+  // did not pass, with its run and references kept (the HTML report draws them).
+  std::function<void(const MatrixCell& cell, const AttentionInputs& inputs, const Judged& run, bool faulty)> on_run;
   Progress* progress = nullptr;            // told the cells' count, then each cell done
 };
 
@@ -35,7 +40,11 @@ struct SweepResult {
   int cases = 0, runs = 0;
   std::vector<CaseResult> divergences;  // should stay empty
 };
-// `cases` random clean cases (harness/random_cases.h), each through every selected implementation.
-SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, Progress* progress = nullptr);
+// `cases` random clean cases (harness/random_cases.h), each through every selected
+// implementation; long_context: random_long_case's thousands of keys; `on_divergence`, when
+// set, gets each diverging run with its references; `progress` is told the cases and each one done.
+SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context = false,
+                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence = {},
+                            Progress* progress = nullptr);
 
 }  // namespace fc

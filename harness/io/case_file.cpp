@@ -77,6 +77,14 @@ void write_header(H5Writer& out, const std::string& kind, const std::string& com
   out.set_attribute("/meta", "dtype", dtype_name(inputs.problem.dtype));
   out.set_attribute("/meta", "scale", inputs.problem.scale);
   out.set_attribute("/meta", "causal", causal_name(inputs.problem.mask.causal));
+  const Problem& p = inputs.problem;
+  out.set_attribute("/meta", "kv_heads", s.kv_head_count());
+  out.set_attribute("/meta", "softcap", p.softcap);
+  out.set_attribute("/meta", "window", std::vector<std::int64_t>{p.mask.window.left, p.mask.window.right});
+  if (p.layout.paged()) {
+    out.set_attribute("/meta", "block_size", p.layout.block_size);
+    out.set_attribute("/meta", "num_blocks", p.layout.num_blocks);
+  }
   out.set_attribute("/meta", "mask", d.mask.empty() ? inputs.problem.mask.describe() : d.mask);
   out.set_attribute("/meta", "dist", d.dist);
   out.set_attribute("/meta", "seed", d.seed ? static_cast<std::int64_t>(*d.seed) : std::int64_t{-1});
@@ -95,6 +103,22 @@ void write_inputs(H5Writer& out, const AttentionInputs& inputs) {
     out.write_tensor("/inputs/key_lengths", lengths);
   }
   if (m.has_dense()) out.write_tensor("/inputs/mask", m.dense);
+  if (m.has_alibi()) {
+    HostTensor slopes(DType::f64, {static_cast<std::int64_t>(m.alibi_slopes.size())});
+    for (std::size_t h = 0; h < m.alibi_slopes.size(); ++h) slopes.set(static_cast<std::int64_t>(h), m.alibi_slopes[h]);
+    out.write_tensor("/inputs/alibi_slopes", slopes);
+  }
+  const Layout& l = inputs.problem.layout;
+  auto int32s = [&out](const std::string& name, const std::vector<std::int32_t>& v, Dims dims) {
+    HostTensor t(DType::i32, std::move(dims));
+    for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
+    out.write_tensor(name, t);
+  };
+  if (l.varlen()) {
+    int32s("/inputs/q_lens", l.q_lens, {static_cast<std::int64_t>(l.q_lens.size())});
+    int32s("/inputs/kv_lens", l.kv_lens, {static_cast<std::int64_t>(l.kv_lens.size())});
+  }
+  if (l.paged()) int32s("/inputs/block_table", l.block_table, {inputs.problem.shape.batch, l.max_blocks});
 }
 
 void write_reference(H5Writer& out, const ReferenceTensors& r, const ReferenceOptions& options) {
@@ -155,10 +179,43 @@ CaseFile read_case_file(const H5Reader& in) {
   p.dtype = *t;
   p.scale = required(path, in.double_attribute("/meta", "scale"), "/meta scale");
   p.mask.causal = parse_causal(path, required(path, in.string_attribute("/meta", "causal"), "/meta causal"));
+  // Version 2: GQA, softcap, window, ALiBi, varlen, paged KV; each absent in version 1 files.
+  p.shape.kv_heads = in.int_attribute("/meta", "kv_heads").value_or(0);
+  if (p.shape.kv_heads < 0 || p.shape.kv_heads > p.shape.heads) throw file_error(path, "/meta kv_heads: out of range");
+  p.softcap = in.double_attribute("/meta", "softcap").value_or(0);
+  if (const auto window = in.int_list_attribute("/meta", "window")) {
+    if (window->size() != 2) throw file_error(path, "/meta window: expected [left, right]");
+    p.mask.window = {(*window)[0], (*window)[1]};
+  }
   const Shape& s = p.shape;
   f.inputs.q = read_input(in, "q", p.dtype, {s.batch, s.heads, s.q_len, s.head_dim});
-  f.inputs.k = read_input(in, "k", p.dtype, {s.batch, s.heads, s.kv_len, s.head_dim});
-  f.inputs.v = read_input(in, "v", p.dtype, {s.batch, s.heads, s.kv_len, s.head_dim});
+  f.inputs.k = read_input(in, "k", p.dtype, {s.batch, s.kv_head_count(), s.kv_len, s.head_dim});
+  f.inputs.v = read_input(in, "v", p.dtype, {s.batch, s.kv_head_count(), s.kv_len, s.head_dim});
+  auto int32s = [&](const std::string& name, const Dims& dims) {
+    const HostTensor t = in.read_tensor(name);
+    if (t.dtype() != DType::i32 || t.dims() != dims) throw file_error(path, name + ": expected int32 " + dims_string(dims));
+    std::vector<std::int32_t> v;
+    for (std::int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<std::int32_t>(t.get(i)));
+    return v;
+  };
+  if (in.exists("/inputs/alibi_slopes")) {
+    const HostTensor slopes = in.read_tensor("/inputs/alibi_slopes");
+    if (slopes.rank() != 1 || !is_floating(slopes.dtype())) throw file_error(path, "/inputs/alibi_slopes: expected float [H]");
+    for (std::int64_t h = 0; h < slopes.numel(); ++h) p.mask.alibi_slopes.push_back(slopes.get(h));
+  }
+  if (in.exists("/inputs/q_lens") || in.exists("/inputs/kv_lens")) {
+    p.layout.q_lens = int32s("/inputs/q_lens", {s.batch});
+    p.layout.kv_lens = int32s("/inputs/kv_lens", {s.batch});
+  }
+  if (in.exists("/inputs/block_table")) {
+    const HostTensor table = in.read_tensor("/inputs/block_table");
+    if (table.rank() != 2 || table.dim(0) != s.batch) throw file_error(path, "/inputs/block_table: expected int32 [B, max_blocks]");
+    p.layout.max_blocks = table.dim(1);
+    p.layout.block_table = int32s("/inputs/block_table", table.dims());
+    p.layout.block_size = required(path, in.int_attribute("/meta", "block_size"), "/meta block_size");
+    p.layout.num_blocks = required(path, in.int_attribute("/meta", "num_blocks"), "/meta num_blocks");
+    if (p.layout.block_size < 1 || p.layout.block_size > (1 << 20)) throw file_error(path, "/meta block_size: out of range");
+  }
   if (in.exists("/inputs/key_lengths")) {
     const HostTensor lengths = in.read_tensor("/inputs/key_lengths");
     if (lengths.dtype() != DType::i32 || lengths.dims() != Dims{s.batch}) {

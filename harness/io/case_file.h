@@ -1,5 +1,5 @@
 #pragma once
-// The project's one HDF5 schema (docs/snapshot-format.md), version 1: the file header and
+// The project's one HDF5 schema (docs/snapshot-format.md), version 2: the file header and
 // /meta, the case's inputs, and reference tensors. Snapshots and fixtures add their groups
 // on top (harness/io/snapshot.h).
 #include <string>
@@ -10,12 +10,13 @@
 
 namespace fc {
 
-inline constexpr std::int64_t kSchemaVersion = 1;
+// 2: GQA, softcap, window, ALiBi, varlen and paged KV (files of version 1 read as before).
+inline constexpr std::int64_t kSchemaVersion = 2;
 
 // "/" attributes (schema, schema_version, kind) and /meta (tool, device, case).
 void write_header(H5Writer& out, const std::string& kind, const std::string& command,
                   const CaseDescription& description, const AttentionInputs& inputs);
-// /inputs/q, k, v and the mask parts.
+// /inputs/q, k, v, the mask parts and the layout (sequence lengths, block table).
 void write_inputs(H5Writer& out, const AttentionInputs& inputs);
 // /reference/full, and /reference/paged, /reference/split when computed.
 void write_reference(H5Writer& out, const ReferenceTensors& reference, const ReferenceOptions& options);

@@ -7,24 +7,20 @@
 #include "harness/io/sdpa_report.h"
 
 namespace fc {
-namespace {
-enum class Form { npz, hdf5, unknown };
-
-Form form_of(const std::string& path) {
+FileForm file_form(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw file_error(path, "cannot open");
   char head[8] = {};
   in.read(head, sizeof head);
-  if (in.gcount() >= 4 && head[0] == 'P' && head[1] == 'K') return Form::npz;
-  if (in.gcount() == 8 && std::memcmp(head, "\x89HDF\r\n\x1a\n", 8) == 0) return Form::hdf5;
-  return Form::unknown;
+  if (in.gcount() >= 4 && head[0] == 'P' && head[1] == 'K') return FileForm::npz;
+  if (in.gcount() == 8 && std::memcmp(head, "\x89HDF\r\n\x1a\n", 8) == 0) return FileForm::hdf5;
+  return FileForm::unknown;
 }
-}  // namespace
 
 LoadedCase load_case(const std::string& path) {
   LoadedCase c;
-  switch (form_of(path)) {
-    case Form::npz: {
+  switch (file_form(path)) {
+    case FileForm::npz: {
       c.inputs = read_sdpa_report(path);
       c.description.label = c.inputs.problem.shape.to_string() + " " + dtype_name(c.inputs.problem.dtype) + " " +
                             c.inputs.problem.mask.describe() + " from " + path;
@@ -35,14 +31,14 @@ LoadedCase load_case(const std::string& path) {
       c.description.scale = c.inputs.problem.scale;
       return c;
     }
-    case Form::hdf5: {
+    case FileForm::hdf5: {
       CaseFile f = read_case_file(H5Reader(path));
       c.inputs = std::move(f.inputs);
       c.description = std::move(f.description);
       c.hdf5 = true;
       return c;
     }
-    case Form::unknown: break;
+    case FileForm::unknown: break;
   }
   throw file_error(path, "neither a .npz archive nor an HDF5 file");
 }

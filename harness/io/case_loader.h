@@ -16,4 +16,8 @@ struct LoadedCase {
 
 LoadedCase load_case(const std::string& path);
 
+// What a file is, by its first bytes: an fc::Error naming the file if it cannot be opened.
+enum class FileForm { npz, hdf5, unknown };
+FileForm file_form(const std::string& path);
+
 }  // namespace fc

@@ -1,6 +1,7 @@
 #include "harness/io/snapshot.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -15,7 +16,7 @@ const StageKind kKinds[] = {StageKind::qk,        StageKind::softmax, StageKind:
                             StageKind::normalize, StageKind::lse,     StageKind::combine};
 const Quantity kQuantities[] = {Quantity::scores,       Quantity::probs,  Quantity::p_tilde, Quantity::row_max,
                                 Quantity::row_sum,      Quantity::rescaled_acc, Quantity::acc, Quantity::output,
-                                Quantity::partial_output, Quantity::partial_lse};
+                                Quantity::partial_output, Quantity::partial_lse, Quantity::lse};
 
 const char* algorithm_name(Algorithm::Kind k) {
   switch (k) {
@@ -68,6 +69,8 @@ void write_metrics(H5Writer& out, const std::string& object, const std::string& 
   out.set_attribute(object, prefix + ".max_rel_error", m.max_rel_error);
   out.set_attribute(object, prefix + ".max_normalized_error", m.max_normalized_error);
   out.set_attribute(object, prefix + ".over_bound", m.over_bound);
+  out.set_attribute(object, prefix + ".max_tight_error", m.max_tight_error);
+  out.set_attribute(object, prefix + ".over_tight", m.over_tight);
   out.set_attribute(object, prefix + ".max_ulp", m.max_ulp);
   if (m.first_failure) {
     const Index4& i = m.first_failure->index;
@@ -183,6 +186,7 @@ void write_divergence(H5Writer& out, const Divergence& d) {
   if (d.kernel) out.set_attribute(o, "kernel", *d.kernel);
   if (d.reference) out.set_attribute(o, "reference", *d.reference);
   if (d.bound) out.set_attribute(o, "bound", *d.bound);
+  if (d.tight) out.set_attribute(o, "tight", *d.tight);
 }
 
 Divergence read_divergence(const H5Reader& in) {
@@ -203,6 +207,7 @@ Divergence read_divergence(const H5Reader& in) {
   d.kernel = in.double_attribute(o, "kernel");
   d.reference = in.double_attribute(o, "reference");
   d.bound = in.double_attribute(o, "bound");
+  d.tight = in.double_attribute(o, "tight");  // schema 2 on
   return d;
 }
 
@@ -241,6 +246,95 @@ std::vector<DescriptorReport> read_descriptors(const H5Reader& in, std::size_t s
     reports.push_back(std::move(r));
   }
   return reports;
+}
+
+// The production build's results (schema 2 on): /production/<index>, with the build's error
+// and buffer names as attributes of /production.
+void write_production(H5Writer& out, const TraceRun& run, const CaseResult& result) {
+  const ProductionRun& p = run.production;
+  if (!p.ran()) return;
+  out.ensure_group("/production");
+  out.set_attribute("/production", "error", p.error);
+  out.set_attribute("/production", "buffers", joined_lines(p.buffer_names));
+  for (std::size_t n = 0; n < p.results.size(); ++n) {
+    const Captured& c = p.results[n];
+    const std::string o = "/production/" + std::to_string(n);
+    out.ensure_group(o);
+    out.set_attribute(o, "stage_index", static_cast<std::int64_t>(c.stage));
+    out.set_attribute(o, "output_index", static_cast<std::int64_t>(c.output));
+    out.set_attribute(o, "captured", std::int64_t{c.present ? 1 : 0});
+    out.set_attribute(o, "capture_problem", c.problem);
+    out.set_attribute(o, "buffer_id", std::int64_t{c.view.buffer_id});
+    write_flags(out, o, c.flags);
+    const std::size_t i = run.captured.size() + n;
+    const bool keep = !c.tensor.empty();  // a result is small: always kept
+    out.set_attribute(o, "stored", std::int64_t{keep ? 1 : 0});
+    if (keep) out.write_tensor(o + "/data", c.tensor);
+    if (i < result.outputs.size()) {
+      const OutputResult& r = result.outputs[i];
+      out.set_attribute(o, "name", r.name);
+      out.set_attribute(o, "verdict", r.passed() ? "pass" : "fail");
+      if (r.compared) {
+        write_metrics(out, o, "end_to_end", r.end_to_end);
+        write_metrics(out, o, "versus_trace", r.local);
+      }
+    }
+  }
+}
+
+ProductionRun read_production(const H5Reader& in, const StageGraph& g, const Shape& shape) {
+  ProductionRun p;
+  if (!in.exists("/production")) return p;  // schema 1, or a run without one
+  const Fields top(in, "/production");
+  p.error = top.text("error");
+  p.buffer_names = split_lines(top.text("buffers"));
+  if (p.buffer_names.empty()) p.buffer_names.push_back("");
+  std::map<std::int64_t, std::string> by_index;
+  for (const std::string& name : in.children("/production")) {
+    char* end = nullptr;
+    const long long index = std::strtoll(name.c_str(), &end, 10);
+    if (name.empty() || *end != '\0' || index < 0) throw file_error(in.path(), "/production/" + name + ": not an index");
+    by_index.emplace(index, name);
+  }
+  for (const auto& [index, name] : by_index) {
+    const std::string o = "/production/" + name;
+    if (index != static_cast<std::int64_t>(p.results.size())) throw file_error(in.path(), "/production: a result is missing");
+    const Fields f(in, o);
+    const std::int64_t stage_index = f.integer("stage_index"), output_index = f.integer("output_index");
+    if (stage_index < 0 || static_cast<std::size_t>(stage_index) >= g.stages.size() || output_index < 0 ||
+        static_cast<std::size_t>(output_index) >= g.stages[static_cast<std::size_t>(stage_index)].outputs.size()) {
+      f.fail("stage or output index out of range");
+    }
+    const Stage& stage = g.stages[static_cast<std::size_t>(stage_index)];
+    const StageOutput& output = stage.outputs[static_cast<std::size_t>(output_index)];
+    if (!is_result(output.quantity)) f.fail("not a result of a production build");
+    Captured c;
+    c.stage = static_cast<std::size_t>(stage_index);
+    c.output = static_cast<std::size_t>(output_index);
+    c.present = f.integer("captured") != 0;
+    c.problem = f.text("capture_problem");
+    c.flags = read_flags(f);
+    c.view.dtype = output.dtype;
+    c.view.buffer_id = static_cast<int>(f.integer("buffer_id"));
+    if (c.view.buffer_id < 0 || static_cast<std::size_t>(c.view.buffer_id) >= p.buffer_names.size()) {
+      f.fail("buffer id out of range");
+    }
+    try {
+      c.view.dims = output_dims(shape, g.algorithm, stage, output);
+    } catch (const Error& e) {
+      f.fail(e.what());
+    }
+    if (f.integer("stored") != 0) {
+      if (!in.exists(o + "/data")) f.fail("stored, but data is missing");
+      c.tensor = in.read_tensor(o + "/data");
+      if (c.tensor.dims() != c.view.dims || c.tensor.dtype() != output.dtype) {
+        throw file_error(in.path(), o + "/data: " + dtype_name(c.tensor.dtype()) + " " + dims_string(c.tensor.dims()) +
+                                        ", the stage says " + dtype_name(output.dtype) + " " + dims_string(c.view.dims));
+      }
+    }
+    p.results.push_back(std::move(c));
+  }
+  return p;
 }
 
 }  // namespace
@@ -300,8 +394,10 @@ void write_snapshot(const std::string& path, const std::string& command, const A
       if (!refs.end_to_end.empty() && (final_output || !options.final_reference_only)) {
         out.write_tensor(o + "/reference", refs.end_to_end);
         out.write_tensor(o + "/bound", refs.end_to_end_bound);
+        out.write_tensor(o + "/tight", refs.end_to_end_tight);
         out.write_tensor(o + "/local_reference", refs.local);
         out.write_tensor(o + "/local_bound", refs.local_bound);
+        out.write_tensor(o + "/local_tight", refs.local_tight);
       }
     }
     if (r.compared) {
@@ -309,6 +405,7 @@ void write_snapshot(const std::string& path, const std::string& command, const A
       write_metrics(out, o, "local", r.local);
     }
   }
+  write_production(out, run, result);
   write_descriptors(out, run.descriptors);
   out.ensure_group("/result");
   out.set_attribute("/result", "verdict", verdict_name(result.verdict));
@@ -399,6 +496,7 @@ Snapshot read_snapshot(const H5Reader& in) {
     throw file_error(in.path(), "/stages: a stage of /graph has no output");
   }
   s.run.descriptors = read_descriptors(in, g.stages.size());
+  s.run.production = read_production(in, g, shape);
 
   const Fields result(in, "/result");
   s.recorded.impl = s.impl;

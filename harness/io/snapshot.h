@@ -4,8 +4,9 @@
 //   /graph                    the stage graph: algorithm and arithmetic (attributes)
 //   /stages/<output name>/    one group per stage output, in execution order (`index`):
 //       data                  the captured tensor, in the format the kernel stored it
-//       reference, bound      the end-to-end reference and its bound (FP64)
-//       local_reference, local_bound   the stage-local ones
+//       reference, bound, tight           the end-to-end reference and its bounds (FP64)
+//       local_reference, local_bound, local_tight   the stage-local ones
+//   /production/<n>/          the production build's results (data, flags, metrics)
 //       attributes            stage, flags, comparison metrics, verdict
 //   /descriptors/<k>          each cuBLASLt call: record (JSON text), lint findings
 //   /result                   verdict, reason; /result/first_divergence

@@ -29,12 +29,18 @@ bool written_before(const TraceRun& run, std::size_t captured_index) {
 struct Failure {
   ElementReport element;
   bool stage_local = false;
+  double bound = 0;  // the deciding bound of the element (tight, unless judged by the worst case)
 };
+
+Failure failure_of(const Metrics& m, bool stage_local) {
+  const ElementReport& e = *m.first_over();
+  return {e, stage_local, m.judged_by == BoundChoice::tight ? e.tight : e.bound};
+}
 
 std::optional<Failure> failing_element(const OutputResult& r) {
   if (!r.compared) return std::nullopt;
-  if (!r.local.passed()) return Failure{*r.local.first_failure, true};
-  if (!r.end_to_end.passed()) return Failure{*r.end_to_end.first_failure, false};
+  if (!r.local.passed()) return failure_of(r.local, true);
+  if (!r.end_to_end.passed()) return failure_of(r.end_to_end, false);
   return std::nullopt;
 }
 
@@ -209,18 +215,63 @@ void name_cause(Divergence& d, const TraceRun& run, const std::vector<OutputResu
       return;
     }
   }
-  if (std::isfinite(k) && f.element.bound > 0 && std::fabs(k - ref) / f.element.bound < kPrecisionLossLimit) {
+  if (std::isfinite(k) && f.bound > 0 && std::fabs(k - ref) / f.bound < kPrecisionLossLimit) {
     d.cause = "precision-loss";
-    d.evidence = r.name + " is " + number_text(std::fabs(k - ref) / f.element.bound) + "x its error bound at " +
+    d.evidence = r.name + " is " + number_text(std::fabs(k - ref) / f.bound) + "x its error bound at " +
                  at_text(d.index) + " (kernel " + number_text(k) + ", reference " + number_text(ref) + ")" +
                  (f.stage_local ? "" : "; the stage's own error is within bound, so it accumulated upstream");
     return;
   }
   d.cause = "unknown";
   d.evidence = r.name + " holds " + number_text(k) + " at " + at_text(d.index) + " where the reference is " + number_text(ref) +
-               (std::isfinite(k) && f.element.bound > 0
-                    ? " (" + number_text(std::fabs(k - ref) / f.element.bound) + "x the bound)"
+               (std::isfinite(k) && f.bound > 0
+                    ? " (" + number_text(std::fabs(k - ref) / f.bound) + "x the bound)"
                     : std::string());
+}
+
+// A failing result of the production build's run: unwritten, different from its trace
+// build's same output (what ships is not what was traced), or wrong like the trace build.
+Divergence attribute_production(const TraceRun& run, const OutputResult& r, const Captured& c) {
+  Divergence d = start(r);
+  d.output = r.name;
+  const std::string buffer = run.production.buffer_names.at(static_cast<std::size_t>(c.view.buffer_id));
+  if (!r.present || !r.capture_problem.empty()) {
+    d.cause = "layout-mismatch";
+    d.evidence = "the production build's " + r.name + (r.present ? " was " + r.capture_problem : " was not produced");
+    return d;
+  }
+  if (r.flags.unwritten > 0) {
+    d.index = r.index_of(r.flags.first_unwritten);
+    d.cause = "unwritten-output";
+    d.evidence = "the production build left " + std::to_string(r.flags.unwritten) + " elements of '" + buffer +
+                 "' unwritten (its poison remains), the first at " + at_text(d.index) +
+                 "; its trace build wrote them";
+    return d;
+  }
+  const bool mismatch = r.compared_with_trace && !r.local.passed();
+  const Metrics& m = mismatch ? r.local : r.end_to_end;
+  if (const std::optional<ElementReport>& e = m.first_over()) {
+    d.index = e->index;
+    d.kernel = e->kernel;
+    d.stage_local = mismatch;
+    if (!mismatch) {
+      d.reference = e->reference;
+      d.bound = e->bound;
+      d.tight = e->tight;
+    }
+  }
+  if (mismatch) {
+    d.cause = "trace-build-mismatch";
+    d.evidence = "the production kernel differs from its trace build at " + at_text(d.index) + ": production " +
+                 number_text(*d.kernel) + ", trace build " + number_text(r.local.first_over()->reference) + "; " +
+                 std::to_string(r.local.failures()) + " of " + std::to_string(r.local.elements) +
+                 " elements differ (the trace build's stages all passed)";
+  } else {
+    d.cause = "unknown";
+    d.evidence = "the production build's " + r.name + " holds " + number_text(d.kernel.value_or(0)) + " at " +
+                 at_text(d.index) + " where the reference is " + number_text(d.reference.value_or(0));
+  }
+  return d;
 }
 
 }  // namespace
@@ -261,7 +312,7 @@ namespace {
 std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const TraceRun& run,
                                            const std::vector<OutputResult>& outputs,
                                            const std::vector<OutputReferences>& references) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
+  for (std::size_t i = 0; i < run.captured.size(); ++i) {
     const OutputResult& r = outputs[i];
     const std::size_t stage = run.captured[i].stage;
     if (run.captured[i].output == 0) {  // lint findings of this stage's cuBLASLt calls come first
@@ -278,6 +329,7 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
           d.kernel = f->element.kernel;
           d.reference = f->element.reference;
           d.bound = f->element.bound;
+          d.tight = f->element.tight;
         }
         return d;
       }
@@ -301,6 +353,7 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
         d.kernel = f->element.kernel;
         d.reference = f->element.reference;
         d.bound = f->element.bound;
+        d.tight = f->element.tight;
         d.stage_local = f->stage_local;
       }
       if (in_place_read_of_unwritten(d, run, i, r)) return d;
@@ -327,6 +380,7 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
     d.kernel = f->element.kernel;
     d.reference = f->element.reference;
     d.bound = f->element.bound;
+    d.tight = f->element.tight;
     d.row = row_context(inputs, d.index.b, d.index.h, d.index.row);
     if (const std::optional<InputDefect> defect = find_input_defect(inputs)) {
       d.cause = defect->nan ? "input-nan" : "input-inf";
@@ -336,6 +390,17 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
       return d;
     }
     name_cause(d, run, outputs, references, i, *f);
+    return d;
+  }
+  for (std::size_t n = 0; n < run.production.results.size(); ++n) {
+    const OutputResult& r = outputs.at(run.captured.size() + n);
+    if (!r.passed()) return attribute_production(run, r, run.production.results[n]);
+  }
+  if (!run.production.error.empty()) {
+    Divergence d;
+    d.stage = d.output = "production";
+    d.cause = "trace-build-mismatch";
+    d.evidence = "the production build failed where its trace build ran: " + run.production.error;
     return d;
   }
   return std::nullopt;

@@ -49,8 +49,9 @@ HostTensor copy_to_host(const TensorView& view, cudaStream_t stream) {
   return logical;
 }
 
-CaptureTap::CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream)
-    : graph_(graph), shape_(shape), copy_(copy_to_host), stream_(stream) {
+CaptureTap::CaptureTap(const StageGraph& graph, const Problem& problem, bool copy_to_host, cudaStream_t stream,
+                       bool results_only)
+    : graph_(graph), problem_(problem), copy_(copy_to_host), stream_(stream), results_only_(results_only) {
   for (std::size_t s = 0; s < graph.stages.size(); ++s) {
     first_slot_.push_back(captured_.size());
     for (std::size_t o = 0; o < graph.stages[s].outputs.size(); ++o) {
@@ -74,12 +75,19 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   Captured& c = captured_[slot(stage, output)];
   const Stage& st = graph_.stages[stage];
   const StageOutput& declared = st.outputs[output];
+  if (results_only_ && !is_result(declared.quantity)) return;
   c.present = true;
   c.view = view;
-  const Dims want = output_dims(shape_, graph_.algorithm, st, declared);
+  const Dims want = output_dims(problem_.shape, graph_.algorithm, st, declared);
   if (view.dims != want || view.dtype != declared.dtype) {
     c.problem = "captured " + std::string(dtype_name(view.dtype)) + " " + dims_string(view.dims) + ", declared " +
                 dtype_name(declared.dtype) + " " + dims_string(want);
+    return;
+  }
+  c.flags_of_extent = copy_ && problem_.layout.varlen();
+  if (c.flags_of_extent) {
+    c.tensor = copy_to_host(view, stream_);
+    c.flags = flags_of_extent(c.tensor, view.buffer_id, st, declared);
     return;
   }
   if (view.on_device) {
@@ -95,9 +103,27 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   if (copy_) c.tensor = copy_to_host(view, stream_);
 }
 
+FlagCounts CaptureTap::flags_of_extent(const HostTensor& logical, int buffer_id, const Stage& stage,
+                                       const StageOutput& output) const {
+  const Dims& d = logical.dims();
+  const std::int64_t rows = d[2], cols = d.size() == 4 ? d[3] : 1;
+  std::vector<Extent> extents;
+  for (std::int64_t b = 0; b < d[0]; ++b) extents.push_back(existing_extent(problem_, graph_.algorithm, stage, output, b));
+  TensorView view;
+  view.data = logical.data();
+  view.dtype = logical.dtype();
+  view.dims = d;
+  view.buffer_id = buffer_id;
+  return host_flags(view, [&](std::int64_t i) {
+    const Extent& e = extents[static_cast<std::size_t>(i / (d[1] * rows * cols))];
+    return (i / cols) % rows < e.rows && i % cols < e.cols;
+  });
+}
+
 void CaptureTap::reset() {
   for (Captured& c : captured_) {
     c.present = false;
+    c.flags_of_extent = false;
     c.flags = FlagCounts{};
     c.tensor = HostTensor();
     c.problem.clear();
@@ -114,11 +140,12 @@ void CaptureTap::finish() {
     FC_CUDA(cudaMemcpyAsync(flags.data(), device_flags_.get(), device_flags_.bytes(), cudaMemcpyDeviceToHost, stream_));
     FC_CUDA(cudaStreamSynchronize(stream_));
     for (std::size_t i = 0; i < captured_.size(); ++i) {
-      if (captured_[i].present && captured_[i].view.on_device) captured_[i].flags = flags[i];
+      const Captured& c = captured_[i];
+      if (c.present && c.view.on_device && !c.flags_of_extent) captured_[i].flags = flags[i];
     }
   }
   for (Captured& c : captured_) {
-    if (c.present && c.problem.empty()) make_indices_logical(c);
+    if (c.present && c.problem.empty() && !c.flags_of_extent) make_indices_logical(c);
   }
 }
 

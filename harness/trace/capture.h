@@ -18,13 +18,20 @@ struct Captured {
   bool present = false;   // the implementation captured it
   TensorView view;        // as captured (its data pointer is stale after the run)
   FlagCounts flags;       // first indices are logical row-major indices after finish()
+  bool flags_of_extent = false;  // flagged on the host copy, over the elements that exist (varlen)
   HostTensor tensor;      // a copy, when comparing
   std::string problem;    // why the capture could not be used (dims or dtype not as declared)
 };
 
+// For a varlen problem that copies to the host, the flags are taken on the host copy over
+// the elements that exist (stages/stage.h, existing_extent): a row past a sequence's length
+// is never written, and is no unwritten output.
 class CaptureTap final : public Tap {
  public:
-  CaptureTap(const StageGraph& graph, const Shape& shape, bool copy_to_host, cudaStream_t stream);
+  // results_only: a production run's tap; it keeps the outputs stages/stage.h calls results
+  // and ignores every other capture (no flag pass, no copy).
+  CaptureTap(const StageGraph& graph, const Problem& problem, bool copy_to_host, cudaStream_t stream,
+             bool results_only = false);
   void capture(std::size_t stage, std::size_t output, const TensorView& view) override;
   void finish();
   // Ready for another run of the same graph (benchmarks reuse one tap).
@@ -33,11 +40,14 @@ class CaptureTap final : public Tap {
 
  private:
   std::size_t slot(std::size_t stage, std::size_t output) const;
+  FlagCounts flags_of_extent(const HostTensor& logical, int buffer_id, const Stage& stage,
+                             const StageOutput& output) const;
 
   const StageGraph& graph_;
-  Shape shape_;
+  const Problem& problem_;
   bool copy_;
   cudaStream_t stream_;
+  bool results_only_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;
   DeviceMemory device_flags_;            // FlagCounts per slot, allocated on first device capture

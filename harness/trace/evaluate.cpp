@@ -29,29 +29,139 @@ OutputResult describe(const Shape& shape, const StageGraph& graph, const Capture
   return r;
 }
 
+bool comparable(const Captured& c) { return c.present && c.problem.empty() && !c.tensor.empty(); }
+
+// The trace build's capture of the same stage output as a production result.
+const Captured* traced_twin(const TraceRun& run, const Captured& result) {
+  for (const Captured& c : run.captured) {
+    if (c.stage == result.stage && c.output == result.output) return comparable(c) ? &c : nullptr;
+  }
+  return nullptr;
+}
+
 struct HeadMetrics {
   Metrics end_to_end, local;
 };
 
+Bounded top_left(const Bounded& b, const Extent& e) {
+  Bounded out;
+  out.value = b.value.topLeftCorner(e.rows, e.cols);
+  out.bound = b.bound.topLeftCorner(e.rows, e.cols);
+  out.tight = b.tight.topLeftCorner(e.rows, e.cols);
+  out.format = b.format;
+  return out;
+}
+
+MatrixR rows_of(const MatrixR& m, const std::vector<std::int64_t>& rows) {
+  MatrixR out(static_cast<Eigen::Index>(rows.size()), m.cols());
+  for (std::size_t r = 0; r < rows.size(); ++r) out.row(static_cast<Eigen::Index>(r)) = m.row(rows[r]);
+  return out;
+}
+
+// Writes the rows of m into head (b, h) of t: every row, or those of a sample.
+void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows, const MatrixR& m) {
+  if (!rows) {
+    set_head(t, b, h, m);
+    return;
+  }
+  MatrixR whole = head_matrix(t, b, h);
+  for (std::size_t r = 0; r < rows->size(); ++r) whole.row((*rows)[r]) = m.row(static_cast<Eigen::Index>(r));
+  set_head(t, b, h, whole);
+}
+
+MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Extent& e) {
+  if (e.rows == kernel.rows() && e.cols == kernel.cols()) return kernel;
+  MatrixR m = reference;
+  m.topLeftCorner(e.rows, e.cols) = kernel.topLeftCorner(e.rows, e.cols);
+  return m;
+}
+
+// Folds the per-head metrics of comparison n into r, in (b, h) order.
+void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head, std::size_t n) {
+  r.compared = true;
+  for (std::size_t bh = 0; bh < per_head.size(); ++bh) {
+    const HeadMetrics& m = per_head[bh][n];
+    if (bh == 0) {
+      r.end_to_end = m.end_to_end;
+      r.local = m.local;
+    } else {
+      merge_after(r.end_to_end, m.end_to_end);
+      merge_after(r.local, m.local);
+    }
+  }
+}
+
 }  // namespace
 
+QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
+                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows) {
+  QuantityMap kernel;
+  for (const Captured& c : run.captured) {
+    if (!comparable(c)) continue;
+    const Stage& stage = run.graph.stages[c.stage];
+    const StageOutput& out = stage.outputs[c.output];
+    const QuantityKey key = key_of(stage, out);
+    Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
+    MatrixR values = head_matrix(c.tensor, b, h) * out.value_scale;
+    if (rows) {
+      values = rows_of(values, *rows);
+      extent.rows = static_cast<std::int64_t>(rows->size());  // a sample holds existing rows only
+    }
+    kernel[key] = Bounded::exact(within_extent(values, e2e.at(key).value, extent), out.dtype);
+  }
+  return kernel;
+}
+
+OutputComparison compare_output(const HeadInputs& in, const Problem& problem, const StageGraph& graph,
+                                const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
+                                const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by) {
+  const QuantityKey key = key_of(stage, output);
+  OutputComparison c;
+  c.end_to_end_reference = e2e.at(key);
+  c.local_reference =
+      LocalReference(in, problem.shape, graph, e2e, kernel, problem.kv_len_of(spot.b)).evaluate(stage, output);
+  // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+  Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
+  if (spot.rows) e.rows = static_cast<std::int64_t>(spot.rows->size());  // a sample holds existing rows only
+  const MatrixR kept = kernel.at(key).value.topLeftCorner(e.rows, e.cols);
+  c.end_to_end = compare_head(spot, kept, top_left(c.end_to_end_reference, e), output.dtype, judged_by);
+  c.local = compare_head(spot, kept, top_left(c.local_reference, e), output.dtype, judged_by);
+  return c;
+}
+
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
-                                           std::vector<OutputReferences>* references) {
+                                           std::vector<OutputReferences>* references, BoundChoice judged_by,
+                                           const RowSample* sample) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
-  std::vector<std::size_t> comparable;  // indices into run.captured with a host tensor
+  std::vector<std::size_t> traced;  // indices into run.captured with a host tensor
   for (std::size_t i = 0; i < run.captured.size(); ++i) {
     results.push_back(describe(shape, graph, run.captured[i]));
-    const Captured& c = run.captured[i];
-    if (c.present && c.problem.empty() && !c.tensor.empty()) comparable.push_back(i);
+    if (comparable(run.captured[i])) traced.push_back(i);
+  }
+  // The production build's results: against the FP64 reference end to end, and bit for bit
+  // against the trace build's same output (their "stage-local" comparison).
+  std::vector<std::size_t> produced;  // indices into run.production.results
+  std::vector<const Captured*> twins;
+  for (std::size_t i = 0; i < run.production.results.size(); ++i) {
+    const Captured& c = run.production.results[i];
+    OutputResult r = describe(shape, graph, c);
+    r.production = true;
+    r.name += " (production)";
+    results.push_back(std::move(r));
+    if (comparable(c)) {
+      produced.push_back(i);
+      twins.push_back(traced_twin(run, c));
+    }
   }
   if (references) references->assign(run.captured.size(), {});
-  if (comparable.empty()) return results;
+  if (traced.empty() && produced.empty()) return results;
   if (references) {
-    for (std::size_t i : comparable) {
+    for (std::size_t i : traced) {
       OutputReferences& r = (*references)[i];
-      for (HostTensor* t : {&r.end_to_end, &r.end_to_end_bound, &r.local, &r.local_bound}) {
+      for (HostTensor* t : {&r.end_to_end, &r.end_to_end_bound, &r.end_to_end_tight, &r.local, &r.local_bound,
+                            &r.local_tight}) {
         *t = HostTensor(DType::f64, results[i].dims);
       }
     }
@@ -61,49 +171,68 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
   std::vector<std::vector<HeadMetrics>> per_head(static_cast<std::size_t>(heads));
   parallel_for(heads, [&](std::int64_t bh) {
     const std::int64_t b = bh / shape.heads, h = bh % shape.heads;
-    const HeadInputs in = head_inputs(inputs, b, h);
-    const QuantityMap e2e = end_to_end_reference(in, shape, graph);
-    QuantityMap kernel;
-    for (std::size_t i : comparable) {
-      const Captured& c = run.captured[i];
-      const Stage& stage = graph.stages[c.stage];
-      const StageOutput& out = stage.outputs[c.output];
-      kernel[key_of(stage, out)] = Bounded::exact(head_matrix(c.tensor, b, h) * out.value_scale, out.dtype);
-    }
-    const LocalReference local(in, shape, graph, e2e, kernel);
     std::vector<HeadMetrics>& mine = per_head[static_cast<std::size_t>(bh)];
-    for (std::size_t i : comparable) {
+    // A row sample: this head's sampled rows that exist (varlen: rows past its sequence do not).
+    std::vector<std::int64_t> sampled;
+    const std::vector<std::int64_t>* rows = nullptr;
+    if (sample && !sample->all) {
+      for (std::int64_t r : sample->per_head[static_cast<std::size_t>(bh)]) {
+        if (r < inputs.problem.q_len_of(b)) sampled.push_back(r);
+      }
+      rows = &sampled;
+      if (sampled.empty()) {  // nothing of this head judged
+        mine.assign(traced.size() + produced.size(), HeadMetrics{});
+        return;
+      }
+    }
+    const HeadInputs in = rows ? head_inputs(inputs, b, h, *rows) : head_inputs(inputs, b, h);
+    const QuantityMap e2e = end_to_end_reference(in, shape, graph);
+    const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows);
+    for (std::size_t i : traced) {
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
-      const OutputResult& r = results[i];
-      const HeadSpot spot{b, h, r.col_offset, is_row_quantity(out.quantity)};
-      const MatrixR& k = kernel.at(key_of(stage, out)).value;
-      const Bounded& end_to_end = e2e.at(key_of(stage, out));
-      const Bounded stage_local = local.evaluate(stage, out);
-      mine.push_back({compare_head(spot, k, end_to_end, out.dtype), compare_head(spot, k, stage_local, out.dtype)});
+      HeadSpot spot{b, h, results[i].col_offset, is_row_quantity(out.quantity)};
+      spot.rows = rows;
+      const OutputComparison m = compare_output(in, inputs.problem, graph, e2e, kernel, stage, out, spot, judged_by);
+      mine.push_back({m.end_to_end, m.local});
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
-        set_head(refs.end_to_end, b, h, end_to_end.value);
-        set_head(refs.end_to_end_bound, b, h, end_to_end.bound);
-        set_head(refs.local, b, h, stage_local.value);
-        set_head(refs.local_bound, b, h, stage_local.bound);
+        set_rows(refs.end_to_end, b, h, rows, m.end_to_end_reference.value);
+        set_rows(refs.end_to_end_bound, b, h, rows, m.end_to_end_reference.bound);
+        set_rows(refs.end_to_end_tight, b, h, rows, m.end_to_end_reference.tight);
+        set_rows(refs.local, b, h, rows, m.local_reference.value);
+        set_rows(refs.local_bound, b, h, rows, m.local_reference.bound);
+        set_rows(refs.local_tight, b, h, rows, m.local_reference.tight);
       }
+    }
+    for (std::size_t n = 0; n < produced.size(); ++n) {
+      const Captured& c = run.production.results[produced[n]];
+      const Stage& stage = graph.stages[c.stage];
+      const StageOutput& out = stage.outputs[c.output];
+      HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
+      spot.rows = rows;
+      Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
+      MatrixR k = head_matrix(c.tensor, b, h) * out.value_scale;
+      MatrixR twin = twins[n] ? MatrixR(head_matrix(twins[n]->tensor, b, h) * out.value_scale) : MatrixR();
+      if (rows) {
+        k = rows_of(k, *rows);
+        if (twins[n]) twin = rows_of(twin, *rows);
+        e.rows = static_cast<std::int64_t>(rows->size());
+      }
+      k = k.topLeftCorner(e.rows, e.cols).eval();
+      HeadMetrics m{compare_head(spot, k, top_left(e2e.at(key_of(stage, out)), e), out.dtype, judged_by), Metrics{}};
+      if (twins[n]) {
+        m.local = compare_head(spot, k, Bounded::exact(twin.topLeftCorner(e.rows, e.cols), out.dtype), out.dtype, judged_by);
+      }
+      mine.push_back(m);
     }
   });
-  for (std::size_t n = 0; n < comparable.size(); ++n) {
-    OutputResult& r = results[comparable[n]];
-    r.compared = true;
-    for (std::int64_t bh = 0; bh < heads; ++bh) {
-      const HeadMetrics& m = per_head[static_cast<std::size_t>(bh)][n];
-      if (bh == 0) {
-        r.end_to_end = m.end_to_end;
-        r.local = m.local;
-      } else {
-        merge_after(r.end_to_end, m.end_to_end);
-        merge_after(r.local, m.local);
-      }
-    }
+  for (std::size_t n = 0; n < traced.size(); ++n) fold(results[traced[n]], per_head, n);
+  for (std::size_t n = 0; n < produced.size(); ++n) {
+    OutputResult& r = results[run.captured.size() + produced[n]];
+    fold(r, per_head, traced.size() + n);
+    r.compared_with_trace = twins[n] != nullptr;
   }
   return results;
 }

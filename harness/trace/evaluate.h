@@ -3,18 +3,43 @@
 // by head in parallel, and folds the per-head metrics in (b, h, row, col) order.
 #include <vector>
 
+#include "harness/trace/row_sample.h"
 #include "harness/trace/session.h"
+#include "harness/trace/stage_reference.h"
 #include "reports/case_result.h"
 
 namespace fc {
 
 // Per output, the references it was compared with, as whole FP64 tensors of its dims.
 struct OutputReferences {
-  HostTensor end_to_end, end_to_end_bound, local, local_bound;  // empty when not compared
+  // Empty when not compared.
+  HostTensor end_to_end, end_to_end_bound, end_to_end_tight, local, local_bound, local_tight;
 };
 
-// `references`, when given, receives one entry per captured output (for snapshots).
+// Head (b, h) of every stage output the run captured on the host, exact, in FP64: the
+// kernel's values where they exist (stages/stage.h, existing_extent), the end-to-end
+// reference's `e2e` elsewhere, so that nothing past a sequence's lengths (never written by a
+// kernel that reads the packed layout) reaches a stage-local reference of a row that exists.
+// `rows`, when given: only those query rows (a row sample), in that order, as `e2e` holds them.
+QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
+                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows = nullptr);
+
+// One head's comparison of one stage output, over the part that exists: `kernel` holds the
+// head's captured outputs (captured_quantities), `e2e` its end-to-end reference.
+struct OutputComparison {
+  Metrics end_to_end, local;
+  Bounded end_to_end_reference, local_reference;
+};
+OutputComparison compare_output(const HeadInputs& in, const Problem& problem, const StageGraph& graph,
+                                const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
+                                const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by);
+
+// `references`, when given, receives one entry per captured output (for snapshots; rows
+// a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison
+// to its rows.
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
-                                           std::vector<OutputReferences>* references = nullptr);
+                                           std::vector<OutputReferences>* references = nullptr,
+                                           BoundChoice judged_by = BoundChoice::tight,
+                                           const RowSample* sample = nullptr);
 
 }  // namespace fc

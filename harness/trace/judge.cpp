@@ -22,7 +22,7 @@ CaseDescription describe_case(const AttentionInputs& inputs, const std::string& 
 }
 
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                     const TraceRun& run, std::vector<OutputReferences>* references) {
+                     const TraceRun& run, std::vector<OutputReferences>* references, const JudgeOptions& options) {
   CaseResult result;
   result.impl = impl;
   result.description = description;
@@ -35,14 +35,16 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   }
   std::vector<OutputReferences> own;
   std::vector<OutputReferences>& refs = references ? *references : own;
-  result.outputs = evaluate_outputs(inputs, run, &refs);
+  const RowSample sample = sample_rows(inputs.problem, run.graph, options.rows);
+  result.coverage = sample.all ? "" : sample.coverage;
+  result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample);
   result.divergence = attribute(inputs, run, result.outputs, refs);
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
 }
 
 Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                          const DeviceInputs* device, bool keep_references) {
+                          const DeviceInputs* device, bool keep_references, const JudgeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   Judged j;
   if (const std::optional<std::string> why = impl.unsupported(inputs.problem)) {
@@ -53,14 +55,17 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
     return j;
   }
   j.run = run_traced(impl, inputs, device, true);
-  j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr);
+  if (options.production && impl.has_production_build() && j.run.error.empty()) {
+    j.run.production = run_production(impl, inputs, device, j.run.graph);
+  }
+  j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, options);
   j.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return j;
 }
 
 CaseResult judge_case(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                      const DeviceInputs* device) {
-  return judge_case_keeping(impl, inputs, description, device, false).result;
+                      const DeviceInputs* device, const JudgeOptions& options) {
+  return judge_case_keeping(impl, inputs, description, device, false, options).result;
 }
 
 }  // namespace fc

@@ -10,9 +10,18 @@ namespace fc {
 CaseDescription describe_case(const AttentionInputs& inputs, const std::string& label, const std::string& mask,
                               const std::string& dist, std::optional<std::uint64_t> seed);
 
+// How a case is judged: which bound decides (the tight one by default), and whether the
+// production build runs too (after the trace build, on the same inputs, in fresh buffers).
+struct JudgeOptions {
+  BoundChoice judged_by = BoundChoice::tight;
+  bool production = true;
+  RowSpec rows;  // which query rows are compared (--rows); every row by default
+};
+
 // Comparison and attribution of a finished run (live, or read from a snapshot).
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                     const TraceRun& run, std::vector<OutputReferences>* references = nullptr);
+                     const TraceRun& run, std::vector<OutputReferences>* references = nullptr,
+                     const JudgeOptions& options = {});
 
 struct Judged {
   CaseResult result;
@@ -21,9 +30,9 @@ struct Judged {
 };
 
 Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                          const DeviceInputs* device, bool keep_references);
+                          const DeviceInputs* device, bool keep_references, const JudgeOptions& options = {});
 
 CaseResult judge_case(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                      const DeviceInputs* device);
+                      const DeviceInputs* device, const JudgeOptions& options = {});
 
 }  // namespace fc

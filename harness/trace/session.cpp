@@ -5,6 +5,38 @@
 #include "core/error.h"
 
 namespace fc {
+namespace {
+
+std::vector<std::string> names_of(const Workspace& workspace) {
+  std::vector<std::string> names{""};
+  for (int id = 1; id <= workspace.buffer_count(); ++id) names.push_back(workspace.buffer_name(id));
+  return names;
+}
+
+// One run: prepare the implementation's buffers, tune, poison, run with the tap, read the
+// flags back. Returns the run's error, empty when it ran.
+std::string run_once(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
+                     Workspace& workspace, CaptureTap& tap, bool trace_build, std::vector<DescriptorReport>* descriptors,
+                     cudaStream_t stream, bool gpu) {
+  impl.prepare(inputs.problem, workspace, trace_build);
+  if (gpu) {
+    RunContext tuning{inputs, device, nullptr, stream};
+    impl.tune(tuning);
+  }
+  workspace.poison(stream);
+  RunContext context{inputs, device, &tap, stream, descriptors};
+  context.trace_build = trace_build;
+  try {
+    impl.run(context);
+    if (gpu) FC_CUDA(cudaStreamSynchronize(stream));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  tap.finish();
+  return "";
+}
+
+}  // namespace
 
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                     bool copy_to_host) {
@@ -16,24 +48,28 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
   const cudaStream_t s = gpu ? stream->get() : nullptr;
 
   Workspace workspace(gpu);
-  impl.prepare(inputs.problem, workspace, true);
-  if (gpu) {
-    RunContext tuning{inputs, device, nullptr, s};
-    impl.tune(tuning);
-  }
-  workspace.poison(s);
-  CaptureTap tap(run.graph, inputs.problem.shape, copy_to_host, s);
-  RunContext context{inputs, device, &tap, s, &run.descriptors};
-  try {
-    impl.run(context);
-    if (gpu) stream->synchronize();
-  } catch (const Error& e) {
-    run.error = e.what();
-  }
-  if (run.error.empty()) tap.finish();
+  CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
+  run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu);
   run.captured = std::move(tap.results());
-  run.buffer_names.push_back("");
-  for (int id = 1; id <= workspace.buffer_count(); ++id) run.buffer_names.push_back(workspace.buffer_name(id));
+  run.buffer_names = names_of(workspace);
+  return run;
+}
+
+ProductionRun run_production(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
+                             const StageGraph& graph) {
+  ProductionRun run;
+  const bool gpu = impl.on_gpu();
+  std::optional<CudaStream> stream;
+  if (gpu) stream.emplace();
+  const cudaStream_t s = gpu ? stream->get() : nullptr;
+
+  Workspace workspace(gpu);
+  CaptureTap tap(graph, inputs.problem, true, s, true);
+  run.error = run_once(impl, inputs, device, workspace, tap, false, nullptr, s, gpu);
+  for (Captured& c : tap.results()) {
+    if (is_result(graph.stages[c.stage].outputs[c.output].quantity)) run.results.push_back(std::move(c));
+  }
+  run.buffer_names = names_of(workspace);
   return run;
 }
 

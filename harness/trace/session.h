@@ -9,15 +9,29 @@
 
 namespace fc {
 
+// The production build's run of the same inputs, in buffers of its own, poisoned afresh: its
+// results (stages/stage.h, is_result) in graph order, and what its buffers are called.
+struct ProductionRun {
+  std::vector<Captured> results;
+  std::vector<std::string> buffer_names;  // index: poison id
+  std::string error;                      // non-empty when the run failed
+  bool ran() const { return !results.empty() || !error.empty(); }
+};
+
 struct TraceRun {
   StageGraph graph;
   std::vector<Captured> captured;
   std::vector<std::string> buffer_names;  // index: poison id
   std::vector<DescriptorReport> descriptors;  // cuBLASLt calls, read back and linted
   std::string error;                      // non-empty when the run itself failed
+  ProductionRun production;               // empty when not run
 };
 
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                     bool copy_to_host);
+
+// Runs the production build (RunContext::trace_build false) and keeps its results.
+ProductionRun run_production(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
+                             const StageGraph& graph);
 
 }  // namespace fc

@@ -1,5 +1,6 @@
 #include "harness/trace/stage_reference.h"
 
+#include <algorithm>
 #include <limits>
 #include <tuple>
 
@@ -40,23 +41,28 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
       map[{Quantity::row_max}] = f.softmax.max;
       map[{Quantity::row_sum}] = f.softmax.sum;
       map[{Quantity::output}] = f.out;
+      map[{Quantity::lse}] = f.lse;
       break;
     }
     case Algorithm::Kind::blocked: {
       const BlockedReference b = blocked_reference(in, 0, shape.kv_len, graph.algorithm.tile_width, a);
       add_tiles(map, b, -1);
       map[{Quantity::output}] = b.out;
+      map[{Quantity::lse}] = b.lse;
       break;
     }
     case Algorithm::Kind::split: {
       const SplitReference s = split_reference(in, graph.algorithm.splits, graph.algorithm.tile_width, a);
+      std::vector<Bounded> lses;
       for (std::size_t t = 0; t < s.splits.size(); ++t) {
         const int split = static_cast<int>(t);
         add_tiles(map, s.splits[t], split);
         map[{Quantity::partial_output, split}] = s.splits[t].out;
         map[{Quantity::partial_lse, split}] = s.splits[t].lse;
+        lses.push_back(s.splits[t].lse);
       }
       map[{Quantity::output}] = s.out;
+      map[{Quantity::lse}] = s.lse;
       break;
     }
   }
@@ -64,8 +70,8 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
 }
 
 LocalReference::LocalReference(const HeadInputs& in, const Shape& shape, const StageGraph& graph,
-                               const QuantityMap& end_to_end, const QuantityMap& kernel)
-    : in_(in), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel) {}
+                               const QuantityMap& end_to_end, const QuantityMap& kernel, std::int64_t keys)
+    : in_(in), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel), keys_(keys) {}
 
 Bounded LocalReference::input(Quantity q, int split, int tile) const {
   const QuantityKey key{q, split, tile};
@@ -76,12 +82,12 @@ Bounded LocalReference::input(Quantity q, int split, int tile) const {
 }
 
 Bounded LocalReference::initial_rows(double value) const {
-  return Bounded::exact(MatrixR::Constant(shape_.q_len, 1, value), DType::f32);
+  return Bounded::exact(MatrixR::Constant(in_.q.rows(), 1, value), DType::f32);
 }
 
 int LocalReference::last_tile(int split) const {
   const KeyRange range = tile_columns(shape_, graph_.algorithm, split, -1);
-  return static_cast<int>(tile_count(range.begin, range.end, graph_.algorithm.tile_width)) - 1;
+  return static_cast<int>(tile_count(range.begin, std::min(range.end, keys_), graph_.algorithm.tile_width)) - 1;
 }
 
 MatrixR LocalReference::value_rows(int split, int tile) const {
@@ -94,7 +100,7 @@ MatrixR LocalReference::value_rows(int split, int tile) const {
 Bounded LocalReference::rescaled_input(int split, int tile) const {
   const QuantityKey key{Quantity::rescaled_acc, split, tile};
   if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
-  if (tile == 0) return Bounded::exact(MatrixR::Zero(shape_.q_len, shape_.head_dim), DType::f32);
+  if (tile == 0) return Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32);
   return eval_rescale(input(Quantity::acc, split, tile - 1), input(Quantity::row_max, split, tile - 1),
                       input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
 }
@@ -122,7 +128,7 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
       return output.quantity == Quantity::row_max ? r.max : r.sum;
     }
     case Quantity::rescaled_acc: {
-      const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(shape_.q_len, shape_.head_dim), DType::f32)
+      const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32)
                                     : input(Quantity::acc, split, tile - 1);
       const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
       return eval_rescale(acc, prev_max, input(Quantity::row_max, split, tile), a.rescale);
@@ -139,12 +145,29 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
       if (output.quantity == Quantity::partial_lse) return eval_lse(input(Quantity::row_max, split, last), sum, a.lse);
       return eval_normalize(input(Quantity::acc, split, last), sum, a.normalize);
     }
+    case Quantity::lse: {
+      switch (graph_.algorithm.kind) {
+        case Algorithm::Kind::full: return eval_lse(input(Quantity::row_max, -1, -1), input(Quantity::row_sum, -1, -1), a.lse);
+        case Algorithm::Kind::blocked: {
+          const int last = last_tile(-1);
+          if (last < 0) return e2e_.at({Quantity::lse});  // a sequence with no key
+          return eval_lse(input(Quantity::row_max, -1, last), input(Quantity::row_sum, -1, last), a.lse);
+        }
+        case Algorithm::Kind::split: {
+          std::vector<Bounded> lses;
+          for (int t = 0; t < graph_.algorithm.splits; ++t) lses.push_back(input(Quantity::partial_lse, t, -1));
+          return eval_combine_lse(lses, a.combine);
+        }
+      }
+      break;
+    }
     case Quantity::output: {
       switch (graph_.algorithm.kind) {
         case Algorithm::Kind::full:
           return eval_pv(input(Quantity::probs, -1, -1), in_.v, nullptr, a.pv);
         case Algorithm::Kind::blocked: {
           const int last = last_tile(-1);
+          if (last < 0) return e2e_.at({Quantity::output});  // a sequence with no key
           return eval_normalize(input(Quantity::acc, -1, last), input(Quantity::row_sum, -1, last), a.normalize);
         }
         case Algorithm::Kind::split: {

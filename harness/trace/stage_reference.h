@@ -30,8 +30,10 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
 class LocalReference {
  public:
   // `kernel` holds the captured outputs of this head, exact, in their stored formats.
+  // `keys`: the keys of the head's sequence (varlen: fewer than Shape's), so that a final
+  // stage reads the last tile that exists.
   LocalReference(const HeadInputs& in, const Shape& shape, const StageGraph& graph, const QuantityMap& end_to_end,
-                 const QuantityMap& kernel);
+                 const QuantityMap& kernel, std::int64_t keys);
   Bounded evaluate(const Stage& stage, const StageOutput& output) const;
 
  private:
@@ -46,6 +48,7 @@ class LocalReference {
   const StageGraph& graph_;
   const QuantityMap& e2e_;
   const QuantityMap& kernel_;
+  std::int64_t keys_;
 };
 
 }  // namespace fc

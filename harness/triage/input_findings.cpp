@@ -17,6 +17,15 @@ std::string count_text(std::int64_t n, const std::string& one, const std::string
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// exp of a bias below this is 0 in fp32, past the subnormals: a bias meant as a mask.
+constexpr double kFp32ExpUnderflow = -103.97;
+
+// The score of one key, as the reference defines it (softcap, then the bias).
+double qk_score(const HeadInputs& head, double dot, double bias) {
+  const double t = head.scale * dot;
+  return (head.softcap > 0 ? head.softcap * std::tanh(t / head.softcap) : t) + bias;
+}
+
 std::string row_text(const Index4& i) {
   return "row " + std::to_string(i.row) + " of b=" + std::to_string(i.b) + " h=" + std::to_string(i.h);
 }
@@ -85,17 +94,18 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   }
 
   const Shape& s = in.problem.shape;
-  std::int64_t masked = 0, unscaled = 0, scaled = 0, exp_risk = 0;
-  Index4 first_masked, first_unscaled, first_scaled, first_exp;
-  double first_raw = 0, first_score = 0, peak_unscaled = 0, peak_row_max = -kInf;
+  std::int64_t masked = 0, unscaled = 0, scaled = 0, exp_risk = 0, finite_masked = 0, uniform = 0, lse_out = 0;
+  Index4 first_masked, first_unscaled, first_scaled, first_exp, first_finite, first_lse;
+  double first_raw = 0, first_score = 0, peak_unscaled = 0, peak_row_max = -kInf, finite_bias = 0, first_lse_value = 0;
+  double lowest_lse = kInf, highest_lse = -kInf;
   for (std::int64_t b = 0; b < s.batch; ++b) {
     for (std::int64_t h = 0; h < s.heads; ++h) {
       const HeadInputs head = head_inputs(in, b, h);
       const MatrixR qk = head.q * head.k.transpose();
-      for (std::int64_t i = 0; i < s.q_len; ++i) {
-        double row_max = -kInf;
+      for (std::int64_t i = 0; i < in.problem.q_len_of(b); ++i) {  // rows past a sequence's length do not exist
+        double row_max = -kInf, largest_bias = -kInf;
         for (std::int64_t j = 0; j < s.kv_len; ++j) {
-          const double raw = qk(i, j), score = head.scale * raw + head.bias(i, j);
+          const double raw = qk(i, j), score = qk_score(head, raw, head.bias(i, j));
           if (std::isfinite(raw) && std::fabs(raw) > kFp16Max) {
             if (unscaled++ == 0) first_unscaled = {b, h, i, j}, first_raw = raw;
             peak_unscaled = std::max(peak_unscaled, std::fabs(raw));
@@ -103,21 +113,69 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
           if (std::isfinite(score) && std::fabs(score) > kFp16Max && scaled++ == 0) {
             first_scaled = {b, h, i, j}, first_score = score;
           }
-          if (head.bias(i, j) != -kInf) row_max = std::max(row_max, score);
+          if (head.bias(i, j) != -kInf) {
+            row_max = std::max(row_max, score);
+            largest_bias = std::max(largest_bias, head.bias(i, j));
+          }
         }
         if (row_max == -kInf) {
           if (masked++ == 0) first_masked = {b, h, i, -1};
-        } else if (row_max > kFp32ExpOverflow) {
+          continue;
+        }
+        if (row_max > kFp32ExpOverflow) {
           if (exp_risk++ == 0) first_exp = {b, h, i, -1};
           peak_row_max = std::max(peak_row_max, row_max);
+        }
+        // Every key carries a bias whose exp alone underflows fp32: masked, as the mask's
+        // author meant, by a finite bias, which masks nothing once it is every key's.
+        if (largest_bias < kFp32ExpUnderflow) {
+          if (finite_masked++ == 0) first_finite = {b, h, i, -1}, finite_bias = largest_bias;
+          float first_fp32 = 0;
+          bool same = true;
+          for (std::int64_t j = 0, n = 0; j < s.kv_len; ++j) {
+            if (head.bias(i, j) == -kInf) continue;
+            const float stored = static_cast<float>(qk_score(head, qk(i, j), head.bias(i, j)));
+            same = same && (n++ == 0 || stored == first_fp32);
+            if (n == 1) first_fp32 = stored;
+          }
+          uniform += same ? 1 : 0;
+        }
+        double sum = 0;
+        for (std::int64_t j = 0; j < s.kv_len; ++j) {
+          if (head.bias(i, j) != -kInf) sum += std::exp(qk_score(head, qk(i, j), head.bias(i, j)) - row_max);
+        }
+        const double lse = row_max + std::log(sum);
+        if (std::fabs(lse) > kFp32ExpOverflow) {
+          if (lse_out++ == 0) first_lse = {b, h, i, -1}, first_lse_value = lse;
+          lowest_lse = std::min(lowest_lse, lse);
+          highest_lse = std::max(highest_lse, lse);
         }
       }
     }
   }
+  if (finite_masked) {
+    const std::string output = uniform == finite_masked ? "the uniform average of V"
+                               : uniform == 0 ? "the softmax of its own scores"
+                                              : "the softmax of its own scores (in fp32 the uniform average of V for " +
+                                                    std::to_string(uniform) + " of them)";
+    out.push_back({"finite-bias-masked-rows", "mask", first_finite,
+                   std::to_string(finite_masked) + " query rows are masked by a finite bias (every key carries one, up to " +
+                       number_text(finite_bias) + "), the first " + row_text(first_finite) + ": its output is " + output +
+                       ", not 0",
+                   false});
+  }
+  if (lse_out) {
+    out.push_back({"lse-out-of-range", "scores", first_lse,
+                   std::to_string(lse_out) + " rows have a log-sum-exp beyond +-88.7 (from " + number_text(lowest_lse) +
+                       " to " + number_text(highest_lse) + "), the first " + row_text(first_lse) + " (" +
+                       number_text(first_lse_value) + "): exp(lse) or exp(-lse) overflows fp32 there, where a backward "
+                       "pass recomputes p = exp(s - lse)",
+                   false});
+  }
   if (masked) {
     out.push_back({"fully-masked-rows", "mask", first_masked,
                    count_text(masked, "query row has", "query rows have") + " no key to attend to (all " +
-                       std::to_string(s.kv_len) +
+                       std::to_string(in.problem.kv_len_of(first_masked.b)) +
                        " masked), the first " + row_text(first_masked) +
                        ": their max is -inf, and without a guard exp(-inf - (-inf)) is NaN",
                    false});

@@ -1,7 +1,8 @@
 #pragma once
 // What a bug report's inputs say before any kernel runs (CPU, FP64): NaN/Inf in an input,
-// fully masked rows, scores past the fp16 range before or after scaling, rows whose exp
-// would overflow fp32 without the max subtracted, subnormal inputs, values lost converting
+// fully masked rows, rows masked by a finite bias (Hugging Face's finfo.min masks), scores
+// past the fp16 range before or after scaling, rows whose exp would overflow fp32 without the
+// max subtracted, rows whose lse is beyond +-88.7, subnormal inputs, values lost converting
 // to the kernels' format.
 #include <string>
 #include <vector>

@@ -58,16 +58,21 @@ AttentionInputs slice_case(const AttentionInputs& in, std::int64_t b, std::int64
   out.problem.shape = {1, 1, row_end - row_begin, key_end - key_begin, head_dim};
   out.problem.dtype = in.problem.dtype;
   out.problem.scale = in.problem.scale;
+  out.problem.softcap = in.problem.softcap;
   out.q = slice(in.q, b, h, row_begin, row_end, head_dim);
-  out.k = slice(in.k, b, h, key_begin, key_end, head_dim);
-  out.v = slice(in.v, b, h, key_begin, key_end, head_dim);
+  out.k = slice(in.k, b, s.kv_head_of(h), key_begin, key_end, head_dim);
+  out.v = slice(in.v, b, s.kv_head_of(h), key_begin, key_end, head_dim);
+  // Every part of the mask (window, ALiBi, the sequence's own alignment) folded into one
+  // dense mask: a bias where any score carries one, else a boolean one.
   const Mask& m = in.problem.mask;
-  if (m.causal != Causal::none || !m.key_lengths.empty() || m.has_dense()) {
-    const bool bias = m.dense_is_bias();
+  const bool folded = m.causal != Causal::none || !m.key_lengths.empty() || m.has_dense() || m.window.active() ||
+                      m.has_alibi() || in.problem.layout.varlen();
+  if (folded) {
+    const bool bias = m.dense_is_bias() || m.has_alibi();
     HostTensor dense(bias ? DType::f32 : DType::boolean, {1, 1, row_end - row_begin, key_end - key_begin});
     for (std::int64_t i = row_begin; i < row_end; ++i)
       for (std::int64_t j = key_begin; j < key_end; ++j) {
-        const double v = mask_bias(m, s, b, h, i, j);
+        const double v = mask_bias(in.problem, b, h, i, j);
         dense.set((i - row_begin) * (key_end - key_begin) + (j - key_begin), bias ? v : (v == 0 ? 1.0 : 0.0));
       }
     out.problem.mask.dense = dense;
@@ -85,19 +90,22 @@ std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& i
   if (progress) progress->add_total(1 + log2_ceil(s.q_len) + 2 + 2 * log2_ceil(s.kv_len) + 5 + 1);
   const Index4& at = failure.index;
   Minimized result;
-  std::int64_t row0 = 0, row1 = s.q_len, key0 = 0, key1 = s.kv_len, dims = s.head_dim;
   const std::int64_t b = std::max<std::int64_t>(at.b, 0), h = std::max<std::int64_t>(at.h, 0);
+  // Only what exists of the sequence: rows and keys past its lengths are no part of the case.
+  const std::int64_t rows = std::max<std::int64_t>(1, in.problem.q_len_of(b));
+  const std::int64_t keys = std::max<std::int64_t>(1, in.problem.kv_len_of(b));
+  std::int64_t row0 = 0, row1 = rows, key0 = 0, key1 = keys, dims = s.head_dim;
   auto candidate = [&] { return slice_case(in, b, h, row0, row1, key0, key1, dims); };
 
   if (!m.still_fails(candidate())) return std::nullopt;  // not reproducible on its own head
   result.steps.push_back("kept batch " + std::to_string(b) + ", head " + std::to_string(h));
 
   // Query rows: the failing row alone, else windows around it doubling.
-  const std::int64_t row = std::clamp<std::int64_t>(at.row, 0, s.q_len - 1);
+  const std::int64_t row = std::clamp<std::int64_t>(at.row, 0, rows - 1);
   for (std::int64_t half = 0;; half = half ? half * 2 : 1) {
     row0 = std::max<std::int64_t>(0, row - half);
-    row1 = std::min(s.q_len, row + half + 1);
-    if (row0 == 0 && row1 == s.q_len) break;  // every row: known to fail
+    row1 = std::min(rows, row + half + 1);
+    if (row0 == 0 && row1 == rows) break;  // every row: known to fail
     if (m.still_fails(candidate())) break;
   }
   result.steps.push_back("query rows [" + std::to_string(row0) + ", " + std::to_string(row1) + ")");

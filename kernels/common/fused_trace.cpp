@@ -29,7 +29,7 @@ FusedLayout split_layout(const Shape& shape, std::int64_t tile_width, std::int64
 }
 
 StageGraph fused_stage_graph(const Problem& problem, const FusedLayout& layout, DType p_tilde, DType operand,
-                             double log_scale, bool tensor_cores) {
+                             double log_scale, bool tensor_cores, bool lse) {
   const Shape& s = problem.shape;
   StageGraph g;
   g.algorithm = layout.algorithm;
@@ -63,6 +63,7 @@ StageGraph fused_stage_graph(const Problem& problem, const FusedLayout& layout, 
   } else {
     g.stages.push_back({StageKind::normalize, -1, -1, {{"", Quantity::output, problem.dtype}}});
   }
+  if (lse) g.stages.back().outputs.push_back({"lse", Quantity::lse, DType::f32});
   return g;
 }
 
@@ -101,6 +102,7 @@ void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const 
     const Stage& st = graph.stages[i];
     const std::int64_t slot = std::max(st.split, 0) * layout.tiles_per_split + st.tile;
     if (st.tile >= 0) {
+      if (!trace.scores) continue;
       const KeyRange cols = stage_columns(shape, graph.algorithm, st);
       const Dims tile_dims{shape.batch, shape.heads, shape.q_len, cols.end - cols.begin};
       switch (st.kind) {
@@ -120,6 +122,7 @@ void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const 
       tap.capture(i, 1, slot_view(*results.partial_lse, st.split, rows, row_dims));
     } else {
       tap.capture(i, 0, results.output->view(out_dims));
+      if (st.outputs.size() > 1) tap.capture(i, 1, results.lse->view(row_dims));
     }
   }
 }

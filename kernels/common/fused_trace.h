@@ -17,9 +17,10 @@ FusedLayout split_layout(const Shape& shape, std::int64_t tile_width, std::int64
 
 // p_tilde: the format p~ is traced in; operand: what the P.V product rounds it to;
 // log_scale: the factor from the kernel's traced scores and maxima to natural log (ln 2 for
-// a kernel working in base 2); tensor_cores: the matmuls run on tensor cores.
+// a kernel working in base 2); tensor_cores: the matmuls run on tensor cores; lse: the last
+// stage (normalize or combine) also writes each row's log-sum-exp (fp32, natural log).
 StageGraph fused_stage_graph(const Problem& problem, const FusedLayout& layout, DType p_tilde, DType operand,
-                             double log_scale, bool tensor_cores);
+                             double log_scale, bool tensor_cores, bool lse = false);
 
 struct FusedTraceBuffers {
   Buffer* scores = nullptr;
@@ -36,9 +37,11 @@ struct FusedResults {
   const Buffer* output = nullptr;
   const Buffer* partial_output = nullptr;  // split layouts
   const Buffer* partial_lse = nullptr;
+  const Buffer* lse = nullptr;             // graphs with the final lse
 };
 
-// Captures every stage output of `graph` from the trace buffers and results, in order.
+// Captures every stage output of `graph` from the trace buffers and results, in order; the
+// results only when there are no trace buffers (a production build's run).
 void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const FusedLayout& layout,
                    const FusedTraceBuffers& trace, const FusedResults& results);
 

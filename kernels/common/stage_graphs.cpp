@@ -41,6 +41,7 @@ StageGraph paged_stage_graph(const Problem& p, const PagedGraph& o) {
     g.stages.push_back({StageKind::pv, -1, j, {{"", Quantity::acc, DType::f32}}, j > 0 || o.accumulate_first_page});
   }
   g.stages.push_back({StageKind::normalize, -1, -1, {{"", Quantity::output, p.dtype}}});
+  if (o.lse) g.stages.back().outputs.push_back({"lse", Quantity::lse, DType::f32});
   return g;
 }
 

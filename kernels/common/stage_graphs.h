@@ -23,6 +23,7 @@ struct PagedGraph {
   bool tensor_cores = false;
   bool rescale_first_page = false;     // the first-page-rescale fault
   bool accumulate_first_page = false;  // the beta-first-page fault
+  bool lse = false;                    // normalize also writes each row's lse (fp32)
 };
 // p~ is stored in the input format (the P.V operand), the accumulator in fp32.
 StageGraph paged_stage_graph(const Problem& problem, const PagedGraph& options);

@@ -6,6 +6,7 @@
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
+#include "kernels/cpu_emulated/head_reader.h"
 #include "reference/attention.h"
 
 namespace fc {
@@ -18,7 +19,9 @@ class CpuFull final : public Implementation {
     return "CPU, unfused: fp32 scores, fp32 softmax (exp2-based exp), fp32-accumulated P.V; no GPU needed";
   }
   bool on_gpu() const override { return false; }
-  std::vector<std::string> faults() const override { return {"no-max-subtract", "masked-row-nan"}; }
+  std::vector<std::string> faults() const override {
+    return {"no-max-subtract", "masked-row-nan", "gqa-head-mod", "window-off-by-one", "softcap-after-mask"};
+  }
 
   StageGraph stage_graph(const Problem& p) const override { return full_stage_graph(p, {}); }
 
@@ -38,10 +41,14 @@ class CpuFull final : public Implementation {
     const Shape& s = in.problem.shape;
     const std::int64_t heads = s.batch * s.heads;
     const Dims score_dims{s.batch, s.heads, s.q_len, s.kv_len}, row_dims{s.batch, s.heads, s.q_len};
+    emu::ReadFaults read_faults;
+    read_faults.kv_head_modulo = faulty("gqa-head-mod");
+    read_faults.window_off_by_one = faulty("window-off-by-one");
+    const emu::HeadReader reader(in, false, read_faults);
 
     parallel_for(heads, [&](std::int64_t bh) {
-      const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads);
-      emu::write_block(*scores_, bh, emu::qk(head, 0, s.kv_len, DType::f32));
+      const HeadInputs head = reader.head(bh / s.heads, bh % s.heads);
+      emu::write_block(*scores_, bh, emu::qk(head, 0, s.kv_len, DType::f32, std::nullopt, faulty("softcap-after-mask")));
     });
     if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(score_dims));
 
@@ -59,7 +66,7 @@ class CpuFull final : public Implementation {
     }
 
     parallel_for(heads, [&](std::int64_t bh) {
-      const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads);
+      const MatrixR v = reader.head(bh / s.heads, bh % s.heads, false).v;
       const MatrixR p = emu::read_block(*probs_, bh, s.q_len, s.kv_len);
       emu::write_block(*out_, bh, emu::pv(p, v, nullptr, DType::f32, in.problem.dtype));
     });

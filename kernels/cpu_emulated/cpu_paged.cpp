@@ -1,6 +1,8 @@
 // cpu-emulated-paged: online softmax over pages of keys on the CPU, staged as the cuBLASLt
 // paged implementation is: per page qk, softmax (p~ in the input format, running max and
-// sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize.
+// sum), rescale of the fp32 accumulator, p~ V accumulated into it; then normalize and the
+// lse. It reads the inputs as FlashAttention's varlen and KV-cache kernels do: packed q, k, v
+// at their cu_seqlens offsets, K and V from the paged cache through the block table.
 #include <algorithm>
 
 #include "core/parallel.h"
@@ -8,6 +10,7 @@
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
 #include "kernels/cpu_emulated/emulate.h"
+#include "kernels/cpu_emulated/head_reader.h"
 #include "reference/attention.h"
 
 namespace fc {
@@ -19,12 +22,13 @@ class CpuPaged final : public Implementation {
  public:
   std::string name() const override { return "cpu-emulated-paged"; }
   std::string summary() const override {
-    return "CPU, online softmax over pages of 64 keys: rescale and accumulate per page, normalize at the end; "
-           "no GPU needed";
+    return "CPU, online softmax over pages of 64 keys: rescale and accumulate per page, normalize and lse at the end; "
+           "reads packed (varlen) q, k, v and the paged KV cache; no GPU needed";
   }
   bool on_gpu() const override { return false; }
   std::vector<std::string> faults() const override {
-    return {"first-page-rescale", "beta-first-page", "stale-scores", "no-max-subtract", "masked-row-nan"};
+    return {"first-page-rescale", "beta-first-page",   "stale-scores",       "no-max-subtract",
+            "masked-row-nan",     "varlen-cu-seqlens", "block-table-stride", "production-epilogue-scale"};
   }
 
   StageGraph stage_graph(const Problem& p) const override {
@@ -32,6 +36,7 @@ class CpuPaged final : public Implementation {
     o.page_width = kPageWidth;
     o.rescale_first_page = faulty("first-page-rescale");
     o.accumulate_first_page = faulty("beta-first-page");
+    o.lse = true;
     return paged_stage_graph(p, o);
   }
 
@@ -46,6 +51,7 @@ class CpuPaged final : public Implementation {
     rescale_ = &ws.allocate("rescale", DType::f32, rows);
     acc_ = &ws.allocate("acc", DType::f32, rows * s.head_dim);
     out_ = &ws.allocate("output", p.dtype, rows * s.head_dim);
+    lse_ = &ws.allocate("lse", DType::f32, rows);
   }
 
   void run(RunContext& ctx) override {
@@ -57,6 +63,12 @@ class CpuPaged final : public Implementation {
     const StageGraph graph = stage_graph(in.problem);
     const std::vector<PageStages> stages = page_stages(graph);
     const std::int64_t pages = static_cast<std::int64_t>(stages.size());
+    emu::ReadFaults read_faults;
+    read_faults.q_offsets_from_k = faulty("varlen-cu-seqlens");
+    read_faults.table_stride = faulty("block-table-stride");
+    const emu::HeadReader reader(in, true, read_faults);
+    std::vector<HeadInputs> head(static_cast<std::size_t>(heads));
+    parallel_for(heads, [&](std::int64_t bh) { head[static_cast<std::size_t>(bh)] = reader.head(bh / s.heads, bh % s.heads); });
 
     for (std::int64_t j = 0; j < pages; ++j) {
       const PageStages& st = stages[static_cast<std::size_t>(j)];
@@ -65,7 +77,7 @@ class CpuPaged final : public Implementation {
 
       if (!(faulty("stale-scores") && j == 1)) {  // stale-scores: page 1 keeps page 0's scores
         parallel_for(heads, [&](std::int64_t bh) {
-          emu::write_block(*scores_, bh, emu::qk(head_inputs(in, bh / s.heads, bh % s.heads), c0, c1, DType::f32));
+          emu::write_block(*scores_, bh, emu::qk(head[static_cast<std::size_t>(bh)], c0, c1, DType::f32));
         });
       }
       if (ctx.tap) ctx.tap->capture(st.qk, 0, scores_->view(page_dims));
@@ -95,7 +107,7 @@ class CpuPaged final : public Implementation {
       }
 
       parallel_for(heads, [&](std::int64_t bh) {
-        const MatrixR v = head_matrix(in.v, bh / s.heads, bh % s.heads).middleRows(c0, n);
+        const MatrixR v = head[static_cast<std::size_t>(bh)].v.middleRows(c0, n);
         const MatrixR pt = emu::read_block(*p_tilde_, bh, s.q_len, n);
         const bool accumulate = graph.stages[st.pv].reads_own_output;  // beta-first-page: page 0 too
         const MatrixR acc = accumulate ? emu::read_block(*acc_, bh, s.q_len, s.head_dim) : MatrixR();
@@ -104,17 +116,23 @@ class CpuPaged final : public Implementation {
       if (ctx.tap) ctx.tap->capture(st.pv, 0, acc_->view(acc_dims));
     }
 
+    // production-epilogue-scale: the production build (no trace wanted) scales its output.
+    const double output_scale = faulty("production-epilogue-scale") && !ctx.traced() ? 1.5 : 1.0;
     parallel_for(heads, [&](std::int64_t bh) {
       const MatrixR acc = emu::read_block(*acc_, bh, s.q_len, s.head_dim);
       const MatrixR l = emu::read_block(*sum_, bh, s.q_len, 1);
-      emu::write_block(*out_, bh, emu::normalize(acc, l, io));
+      emu::write_block(*out_, bh, emu::normalize(acc, l, io) * output_scale);
+      emu::write_block(*lse_, bh, emu::lse(emu::read_block(*max_, bh, s.q_len, 1), l, DType::f32));
     });
-    if (ctx.tap) ctx.tap->capture(graph.stages.size() - 1, 0, out_->view(acc_dims));
+    if (ctx.tap) {
+      ctx.tap->capture(graph.stages.size() - 1, 0, out_->view(acc_dims));
+      ctx.tap->capture(graph.stages.size() - 1, 1, lse_->view(rows));
+    }
   }
 
  private:
   Buffer *scores_ = nullptr, *p_tilde_ = nullptr, *max_ = nullptr, *sum_ = nullptr, *rescale_ = nullptr;
-  Buffer *acc_ = nullptr, *out_ = nullptr;
+  Buffer *acc_ = nullptr, *out_ = nullptr, *lse_ = nullptr;
 };
 
 }  // namespace

@@ -18,8 +18,9 @@ float origin(float m, SoftmaxFaults f) { return f.subtract_max ? m : 0.0f; }
 }  // namespace
 
 MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out,
-           std::optional<DType> tensor_core_operands) {
+           std::optional<DType> tensor_core_operands, bool softcap_after_mask) {
   const float scale = static_cast<float>(in.scale);
+  const float cap = static_cast<float>(in.softcap), scale_over_cap = static_cast<float>(in.scale / in.softcap);
   MatrixR s(in.q.rows(), col_end - col_begin);
   for (Eigen::Index i = 0; i < in.q.rows(); ++i) {
     for (std::int64_t j = col_begin; j < col_end; ++j) {
@@ -34,7 +35,12 @@ MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, D
         }
       }
       const float bias = static_cast<float>(in.bias(i, j));
-      s(i, j - col_begin) = store(out, acc * scale + bias);
+      float score = acc * scale + bias;
+      if (in.softcap > 0) {
+        score = softcap_after_mask ? cap * std::tanh((acc * scale + bias) / cap)
+                                   : cap * std::tanh(acc * scale_over_cap) + bias;
+      }
+      s(i, j - col_begin) = store(out, score);
     }
   }
   return s;

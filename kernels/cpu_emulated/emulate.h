@@ -18,9 +18,11 @@ struct SoftmaxFaults {
 };
 
 // tensor_core_operands: the format of q and k when their products run on tensor cores
-// (then scaled in fp32, as a GEMM epilogue does); none: an fp32 FMA chain.
+// (then scaled in fp32, as a GEMM epilogue does); none: an fp32 FMA chain. With a softcap c,
+// c tanhf(acc * (scale / c)) + bias; softcap_after_mask is the fault that caps after the
+// bias, c tanhf((acc * scale + bias) / c), so a masked key gets -c.
 MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, DType out,
-           std::optional<DType> tensor_core_operands = std::nullopt);
+           std::optional<DType> tensor_core_operands = std::nullopt, bool softcap_after_mask = false);
 
 struct Softmax {
   MatrixR p, max, sum;

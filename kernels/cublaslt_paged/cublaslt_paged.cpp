@@ -37,6 +37,7 @@ class CublasLtPaged final : public Implementation {
            "normalize";
   }
   bool on_gpu() const override { return true; }
+  std::optional<std::string> unsupported(const Problem& p) const override { return lt_unsupported(p); }
   std::vector<std::string> faults() const override {
     return {"first-page-rescale", "beta-first-page", "stale-scores", "attr-int32", "rows-cols-swap",
             "fp16-scores",        "no-max-subtract", "masked-row-nan", "tail-page"};
@@ -103,9 +104,10 @@ class CublasLtPaged final : public Implementation {
         gemm(p, "qk", n).lint_and_run(*handle_, qk_lint(p, static_cast<std::int64_t>(j)), st.qk, ctx.descriptors, alpha,
                                       static_cast<const std::uint8_t*>(in.k()) + j0 * s.head_dim * dsize, in.q(), 0.0f,
                                       scores_->data, scores_->data, lt_workspace_->data, ctx.stream);
-        if (in.has_mask()) {
-          launch_apply_mask(scores_->data, score_dtype(p), alpha / static_cast<float>(p.scale), s, static_cast<int>(j0),
-                            static_cast<int>(n), in.mask(), ctx.stream);
+        if (in.has_mask() || p.softcap > 0) {
+          launch_apply_mask(scores_->data, score_dtype(p), alpha / static_cast<float>(p.scale),
+                            static_cast<float>(p.softcap), s, static_cast<int>(j0), static_cast<int>(n), in.mask(),
+                            ctx.stream);
         }
       }
       if (ctx.tap) ctx.tap->capture(st.qk, 0, scores_->view(page_dims));
@@ -162,9 +164,9 @@ class CublasLtPaged final : public Implementation {
   // What the harness allocated, as the lint sees it from each call's base pointer.
   LintContext qk_lint(const Problem& p, std::int64_t j) const {
     const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads;
+    const std::int64_t heads = s.batch * s.heads, kv_heads = s.batch * s.kv_head_count();
     LintContext c;
-    c.a = {"K from page start", p.dtype, heads * s.kv_len * s.head_dim - j * page_width_ * s.head_dim, true};
+    c.a = {"K from page start", p.dtype, kv_heads * s.kv_len * s.head_dim - j * page_width_ * s.head_dim, true};
     c.b = {"Q", p.dtype, heads * s.q_len * s.head_dim, true};
     c.c = c.d = {"scores_page", score_dtype(p), heads * s.q_len * page_width_, false};
     c.next_stage_reads = score_dtype(p);
@@ -174,9 +176,9 @@ class CublasLtPaged final : public Implementation {
 
   LintContext pv_lint(const Problem& p, std::int64_t j) const {
     const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads;
+    const std::int64_t heads = s.batch * s.heads, kv_heads = s.batch * s.kv_head_count();
     LintContext c;
-    c.a = {"V from page start", p.dtype, heads * s.kv_len * s.head_dim - j * page_width_ * s.head_dim, true};
+    c.a = {"V from page start", p.dtype, kv_heads * s.kv_len * s.head_dim - j * page_width_ * s.head_dim, true};
     c.b = {"p_tilde_page", p.dtype, heads * s.q_len * page_width_, true};
     c.c = c.d = {"acc", DType::f32, heads * s.q_len * s.head_dim, j > 0};
     c.next_stage_reads = DType::f32;

@@ -12,14 +12,16 @@ constexpr float kNegInf = -__builtin_huge_valf();
 __device__ __forceinline__ long long warp_row() { return static_cast<long long>(blockIdx.x) * kRowsPerBlock + threadIdx.y; }
 
 template <class S>
-__global__ void apply_mask_kernel(S* scores, float scale, int heads, int q_len, int j0, int cols, DeviceMask mask,
-                                  long long rows) {
+__global__ void apply_mask_kernel(S* scores, float scale, float softcap, float inverse_cap, int heads, int q_len, int j0,
+                                  int cols, DeviceMask mask, long long rows) {
   const long long row = warp_row();
   if (row >= rows) return;
   const int i = static_cast<int>(row % q_len), bh = static_cast<int>(row / q_len);
   for (int c = threadIdx.x; c < cols; c += 32) {
     const float bias = device_mask_bias(mask, bh / heads, bh % heads, i, j0 + c);
-    scores[row * cols + c] = from_float<S>(to_float(scores[row * cols + c]) + bias / scale);
+    float s = to_float(scores[row * cols + c]);
+    if (softcap > 0.0f) s = softcap * tanhf(s * inverse_cap);
+    scores[row * cols + c] = from_float<S>(s + bias / scale);
   }
 }
 
@@ -101,16 +103,17 @@ const dim3 kBlock(32, kRowsPerBlock);
 
 }  // namespace
 
-void launch_apply_mask(void* scores, DType dtype, float scale, const Shape& s, int j0, int cols, const DeviceMask& mask,
-                       cudaStream_t stream) {
+void launch_apply_mask(void* scores, DType dtype, float scale, float softcap, const Shape& s, int j0, int cols,
+                       const DeviceMask& mask, cudaStream_t stream) {
   const long long rows = s.batch * s.heads * s.q_len;
   const int heads = static_cast<int>(s.heads), q_len = static_cast<int>(s.q_len);
+  const float inverse_cap = softcap > 0 ? 1.0f / softcap : 0.0f;
   if (dtype == DType::f16) {
-    apply_mask_kernel<<<grid_of(rows), kBlock, 0, stream>>>(static_cast<__half*>(scores), scale, heads, q_len, j0, cols,
-                                                            mask, rows);
+    apply_mask_kernel<<<grid_of(rows), kBlock, 0, stream>>>(static_cast<__half*>(scores), scale, softcap, inverse_cap,
+                                                            heads, q_len, j0, cols, mask, rows);
   } else {
-    apply_mask_kernel<<<grid_of(rows), kBlock, 0, stream>>>(static_cast<float*>(scores), scale, heads, q_len, j0, cols,
-                                                            mask, rows);
+    apply_mask_kernel<<<grid_of(rows), kBlock, 0, stream>>>(static_cast<float*>(scores), scale, softcap, inverse_cap,
+                                                            heads, q_len, j0, cols, mask, rows);
   }
   FC_CUDA_LAUNCH();
 }

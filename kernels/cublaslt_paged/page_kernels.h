@@ -23,8 +23,9 @@ struct SoftmaxOptions {
   bool guard_masked = true;  // masked-row-nan: exp(-inf - (-inf)) for a row with no key
 };
 
-// scores[row, c] += mask bias of (row, key j0 + c) / scale, for a page of `cols` keys.
-void launch_apply_mask(void* scores, DType dtype, float scale, const Shape& shape, int j0, int cols,
+// scores[row, c] += mask bias of (row, key j0 + c) / scale, for a page of `cols` keys; with a
+// softcap c > 0 the score is first capped, c tanh(s / c).
+void launch_apply_mask(void* scores, DType dtype, float scale, float softcap, const Shape& shape, int j0, int cols,
                        const DeviceMask& mask, cudaStream_t stream);
 
 // One page of online softmax: from the page's scores and the running max and sum (ignored

@@ -32,6 +32,7 @@ class CublasLtSplitK final : public Implementation {
            "whole-row softmax";
   }
   bool on_gpu() const override { return true; }
+  std::optional<std::string> unsupported(const Problem& p) const override { return lt_unsupported(p); }
   std::vector<std::string> faults() const override {
     return {"attr-int32", "rows-cols-swap", "fp16-scores", "no-max-subtract", "masked-row-nan"};
   }
@@ -86,9 +87,9 @@ class CublasLtSplitK final : public Implementation {
 
     g.qk->lint_and_run(*handle_, qk_lint(p), 0, ctx.descriptors, alpha(p), in.k(), in.q(), 0.0f, scores_->data,
                        scores_->data, lt_workspace_->data, ctx.stream);
-    if (in.has_mask()) {
-      launch_apply_mask(scores_->data, score_dtype(), alpha(p) / static_cast<float>(p.scale), s, 0,
-                        static_cast<int>(s.kv_len), in.mask(), ctx.stream);
+    if (in.has_mask() || p.softcap > 0) {
+      launch_apply_mask(scores_->data, score_dtype(), alpha(p) / static_cast<float>(p.scale),
+                        static_cast<float>(p.softcap), s, 0, static_cast<int>(s.kv_len), in.mask(), ctx.stream);
     }
     if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(score_dims));
 
@@ -130,9 +131,9 @@ class CublasLtSplitK final : public Implementation {
 
   LintContext qk_lint(const Problem& p) const {
     const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads;
+    const std::int64_t heads = s.batch * s.heads, kv_heads = s.batch * s.kv_head_count();
     LintContext c;
-    c.a = {"K", p.dtype, heads * s.kv_len * s.head_dim, true};
+    c.a = {"K", p.dtype, kv_heads * s.kv_len * s.head_dim, true};
     c.b = {"Q", p.dtype, heads * s.q_len * s.head_dim, true};
     c.c = c.d = {"scores", score_dtype(), heads * s.q_len * s.kv_len, false};
     c.next_stage_reads = score_dtype();
@@ -141,9 +142,9 @@ class CublasLtSplitK final : public Implementation {
 
   LintContext pv_lint(const Problem& p) const {
     const Shape& s = p.shape;
-    const std::int64_t heads = s.batch * s.heads;
+    const std::int64_t heads = s.batch * s.heads, kv_heads = s.batch * s.kv_head_count();
     LintContext c;
-    c.a = {"V", p.dtype, heads * s.kv_len * s.head_dim, true};
+    c.a = {"V", p.dtype, kv_heads * s.kv_len * s.head_dim, true};
     c.b = {"probs", p.dtype, heads * s.q_len * s.kv_len, true};
     c.c = c.d = {"output", p.dtype, heads * s.q_len * s.head_dim, false};
     c.next_stage_reads = p.dtype;

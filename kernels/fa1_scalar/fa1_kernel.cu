@@ -24,8 +24,9 @@ __global__ void __launch_bounds__(kRows) fa1_kernel(const FlashParams p, int d) 
   const int row = blockIdx.x * kRows + tid;
   const bool live = row < p.q_len;
   const T* qg = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.q_len * d;
-  const T* kg = static_cast<const T*>(p.k) + static_cast<size_t>(bh) * p.kv_len * d;
-  const T* vg = static_cast<const T*>(p.v) + static_cast<size_t>(bh) * p.kv_len * d;
+  const size_t kv_head = static_cast<size_t>(b) * p.kv_heads + h / (p.heads / p.kv_heads);  // GQA
+  const T* kg = static_cast<const T*>(p.k) + kv_head * p.kv_len * d;
+  const T* vg = static_cast<const T*>(p.v) + kv_head * p.kv_len * d;
   const float scale = p.scale_log2 * 0.6931471805599453f;  // back to the natural-log scale
   for (int c = 0; c < d; ++c) {
     q[tid * pitch + c] = live ? to_float(qg[static_cast<size_t>(row) * d + c]) : 0.0f;
@@ -51,7 +52,8 @@ __global__ void __launch_bounds__(kRows) fa1_kernel(const FlashParams p, int d) 
     for (int c = 0; c < kFa1Keys; ++c) {
       float dot = 0.0f;
       for (int e = 0; e < d; ++e) dot = fmaf(q[tid * pitch + e], k[c * d + e], dot);
-      s[c] = c < cols ? dot * scale + (p.has_mask ? device_mask_bias(p.mask, b, h, row, j0 + c) : 0.0f) : kNegInf;
+      const float score = p.softcap > 0.0f ? p.softcap * tanhf(dot * p.softcap_scale) : dot * scale;
+      s[c] = c < cols ? score + (p.has_mask ? device_mask_bias(p.mask, b, h, row, j0 + c) : 0.0f) : kNegInf;
       top = fmaxf(top, s[c]);
     }
     const float m_use = top == kNegInf ? 0.0f : top;  // no key yet: p~ = exp(-inf) = 0

@@ -22,7 +22,9 @@ class Fa1Scalar final : public Implementation {
     return std::nullopt;
   }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, blocked_layout(p.shape, kFa1Keys), DType::f32, DType::f32, 1.0, false);
+    StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFa1Keys), DType::f32, DType::f32, 1.0, false);
+    g.query_tile = 64;  // a block's rows, one a thread
+    return g;
   }
   std::size_t trace_bytes(const Problem& p) const override {
     return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFa1Keys));
@@ -30,14 +32,14 @@ class Fa1Scalar final : public Implementation {
   void prepare(const Problem& p, Workspace& ws, bool traced) override {
     const Shape& s = p.shape;
     out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
-    if (traced) trace_ = FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFa1Keys));
+    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFa1Keys)) : FusedTraceBuffers{};
   }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
     FlashParams params = flash_params(p, *ctx.device);
     params.out = out_->data;
-    if (ctx.tap) params.trace = flash_trace(trace_);
-    launch_fa1(params, static_cast<int>(p.shape.head_dim), p.dtype, ctx.tap != nullptr, ctx.stream);
+    if (ctx.traced()) params.trace = flash_trace(trace_);
+    launch_fa1(params, static_cast<int>(p.shape.head_dim), p.dtype, ctx.traced(), ctx.stream);
     if (ctx.tap) {
       capture_fused(*ctx.tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFa1Keys), trace_, {out_, nullptr, nullptr});
     }

@@ -28,16 +28,17 @@ class FlashSplitKv final : public Implementation {
   std::string name() const override { return "flash-splitkv"; }
   std::string summary() const override {
     return "GPU, split-KV flash attention: per split a partial output and lse on tensor cores, then an lse "
-           "combine; D 64 and 128";
+           "combine (output and lse); D 32, 64, 96, 128, 256";
   }
   bool on_gpu() const override { return true; }
-  std::vector<std::string> faults() const override { return {"splitk-partial-scale", "combine-empty-split"}; }
-  std::optional<std::string> unsupported(const Problem& p) const override {
-    if (!flash_supports_head_dim(static_cast<int>(p.shape.head_dim))) return "head dim must be 64 or 128";
-    return std::nullopt;
+  std::vector<std::string> faults() const override {
+    return {"splitk-partial-scale", "combine-empty-split", "production-epilogue-scale"};
   }
+  std::optional<std::string> unsupported(const Problem& p) const override { return flash_unsupported(p); }
   StageGraph stage_graph(const Problem& p) const override {
-    return fused_stage_graph(p, layout(p.shape), DType::f32, p.dtype, kFlashLogScale, true);
+    StageGraph g = fused_stage_graph(p, layout(p.shape), DType::f32, p.dtype, kFlashLogScale, true, true);
+    g.query_tile = kFlashRows;
+    return g;
   }
   std::size_t trace_bytes(const Problem& p) const override { return FusedTraceBuffers::bytes(p, layout(p.shape)); }
   void prepare(const Problem& p, Workspace& ws, bool traced) override {
@@ -46,7 +47,8 @@ class FlashSplitKv final : public Implementation {
     partial_out_ = &ws.allocate("partial_output", DType::f32, splits * rows * s.head_dim);
     partial_lse_ = &ws.allocate("partial_lse", DType::f32, splits * rows);
     out_ = &ws.allocate("output", p.dtype, rows * s.head_dim);
-    if (traced) trace_ = FusedTraceBuffers::allocate(ws, p, layout(s));
+    lse_ = &ws.allocate("lse", DType::f32, rows);
+    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, layout(s)) : FusedTraceBuffers{};
   }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
@@ -58,22 +60,23 @@ class FlashSplitKv final : public Implementation {
     params.splits = static_cast<int>(l.algorithm.splits);
     params.tiles_per_split = static_cast<int>(l.tiles_per_split);
     params.partial_unnormalized = faulty("splitk-partial-scale");
+    params.production_scaled = faulty("production-epilogue-scale");
     FlashVariant variant;
     variant.split = true;
-    if (ctx.tap) {
+    if (ctx.traced()) {
       variant.trace = true;
       params.trace = flash_trace(trace_);
     }
     launch_flash_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
     launch_combine(partial_out_->as<float>(), partial_lse_->as<float>(), params.splits,
-                   s.batch * s.heads * s.q_len, static_cast<int>(s.head_dim), p.dtype, out_->data,
+                   s.batch * s.heads * s.q_len, static_cast<int>(s.head_dim), p.dtype, out_->data, lse_->as<float>(),
                    !faulty("combine-empty-split"), ctx.stream);
-    if (ctx.tap) capture_fused(*ctx.tap, stage_graph(p), s, l, trace_, {out_, partial_out_, partial_lse_});
+    if (ctx.tap) capture_fused(*ctx.tap, stage_graph(p), s, l, trace_, {out_, partial_out_, partial_lse_, lse_});
   }
 
  private:
   static FusedLayout layout(const Shape& s) { return split_layout(s, kFlashKeys, choose_splits(s)); }
-  Buffer *partial_out_ = nullptr, *partial_lse_ = nullptr, *out_ = nullptr;
+  Buffer *partial_out_ = nullptr, *partial_lse_ = nullptr, *out_ = nullptr, *lse_ = nullptr;
   FusedTraceBuffers trace_;
 };
 

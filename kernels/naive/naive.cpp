@@ -1,5 +1,6 @@
 // naive: qk, softmax and pv as three plain CUDA kernels over whole rows (fp32 scores and
-// probabilities, output in the input format). The known-good GPU baseline.
+// probabilities, output in the input format). The known-good GPU baseline: any head dim,
+// GQA, windows, softcap, ALiBi, varlen and paged problems (on their padded tensors).
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/stage_graphs.h"
 #include "kernels/naive/naive.h"
@@ -15,11 +16,15 @@ class Naive final : public Implementation {
     return "GPU, three plain kernels: fp32 scores, fp32 softmax over whole rows, fp32-accumulated P.V";
   }
   bool on_gpu() const override { return true; }
-  std::vector<std::string> faults() const override { return {"fp16-scores", "no-max-subtract", "masked-row-nan"}; }
+  std::vector<std::string> faults() const override {
+    return {"fp16-scores", "no-max-subtract", "masked-row-nan", "gqa-head-mod", "window-off-by-one", "softcap-after-mask"};
+  }
 
   StageGraph stage_graph(const Problem& p) const override {
     const bool fp16_scores = faulty("fp16-scores");
-    return full_stage_graph(p, {fp16_scores ? DType::f16 : DType::f32, fp16_scores ? p.scale : 1.0, DType::f32, false});
+    StageGraph g = full_stage_graph(p, {fp16_scores ? DType::f16 : DType::f32, fp16_scores ? p.scale : 1.0, DType::f32, false});
+    g.query_tile = 32;  // the 32 x 32 tiles of its kernels
+    return g;
   }
 
 
@@ -39,9 +44,12 @@ class Naive final : public Implementation {
     const DeviceInputs& in = *ctx.device;
     const Dims scores{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len};
 
-    const NaiveFaults faults{faulty("fp16-scores"), faulty("no-max-subtract"), faulty("masked-row-nan")};
-    launch_naive_qk(in.q(), in.k(), p.dtype, s, static_cast<float>(p.scale), in.mask(), scores_->data, faults,
-                    ctx.stream);
+    const NaiveFaults faults{faulty("fp16-scores"), faulty("no-max-subtract"), faulty("masked-row-nan"),
+                             faulty("gqa-head-mod"), faulty("softcap-after-mask")};
+    DeviceMask mask = in.mask();
+    mask.window_off_by_one = faulty("window-off-by-one") ? 1 : 0;
+    launch_naive_qk(in.q(), in.k(), p.dtype, s, static_cast<float>(p.scale), static_cast<float>(p.softcap), mask,
+                    scores_->data, faults, ctx.stream);
     if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(scores));
 
     launch_naive_softmax(scores_->data, static_cast<float>(p.scale), s, probs_->as<float>(), max_->as<float>(),
@@ -52,7 +60,7 @@ class Naive final : public Implementation {
       ctx.tap->capture(1, 2, sum_->view(rows));
     }
 
-    launch_naive_pv(probs_->as<float>(), in.v(), p.dtype, s, out_->data, ctx.stream);
+    launch_naive_pv(probs_->as<float>(), in.v(), p.dtype, s, out_->data, faults, ctx.stream);
     if (ctx.tap) ctx.tap->capture(2, 0, out_->view({s.batch, s.heads, s.q_len, s.head_dim}));
   }
 

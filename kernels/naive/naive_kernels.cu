@@ -12,15 +12,33 @@ constexpr int kTile = 32;
 constexpr int kRowsPerThread = 4;  // block 32 x 8, each thread 4 rows of the 32 x 32 tile
 constexpr float kNegInf = -__builtin_huge_valf();
 
+// The K/V head query head h of a batch reads: h / group, or h % Hkv with the gqa-head-mod fault.
+__device__ __forceinline__ int kv_head(int h, int heads, int kv_heads, bool modulo) {
+  return modulo ? h % kv_heads : h / (heads / kv_heads);
+}
+
+struct ScoreRule {
+  float scale, bias_scale;         // acc * scale + bias * bias_scale (1/scale for scores stored unscaled)
+  float softcap, scale_over_cap;   // softcap > 0: softcap * tanh(acc * scale_over_cap) + bias
+  bool softcap_after_mask;         // the fault: softcap * tanh((acc * scale + bias) / softcap)
+};
+
+__device__ __forceinline__ float score_of(float acc, float bias, const ScoreRule& r) {
+  if (r.softcap > 0.0f) {
+    return r.softcap_after_mask ? r.softcap * tanhf((acc * r.scale + bias) / r.softcap)
+                                : r.softcap * tanhf(acc * r.scale_over_cap) + bias;
+  }
+  return acc * r.scale + bias * r.bias_scale;
+}
+
 template <class T, class S>
-// scores = acc * scale + mask * bias_scale (bias_scale = 1, or 1/scale for scores stored unscaled).
-__global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int heads, float scale, float bias_scale,
-                          DeviceMask mask, S* scores) {
+__global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int heads, int kv_heads, bool kv_modulo,
+                          ScoreRule rule, DeviceMask mask, S* scores) {
   __shared__ float qs[kTile][kTile + 1], ks[kTile][kTile + 1];
   const int bh = blockIdx.z, b = bh / heads, h = bh % heads;
   const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile, tx = threadIdx.x, ty = threadIdx.y;
   const T* qh = q + static_cast<size_t>(bh) * sq * d;
-  const T* kh = k + static_cast<size_t>(bh) * sk * d;
+  const T* kh = k + (static_cast<size_t>(b) * kv_heads + kv_head(h, heads, kv_heads, kv_modulo)) * sk * d;
   float acc[kRowsPerThread] = {};
   for (int d0 = 0; d0 < d; d0 += kTile) {
     for (int r = ty; r < kTile; r += blockDim.y) {
@@ -42,8 +60,7 @@ __global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int hea
   for (int u = 0; u < kRowsPerThread; ++u) {
     const int i = i0 + ty + u * blockDim.y;
     if (i < sq && j < sk) {
-      scores[(static_cast<size_t>(bh) * sq + i) * sk + j] =
-          from_float<S>(acc[u] * scale + device_mask_bias(mask, b, h, i, j) * bias_scale);
+      scores[(static_cast<size_t>(bh) * sq + i) * sk + j] = from_float<S>(score_of(acc[u], device_mask_bias(mask, b, h, i, j), rule));
     }
   }
 }
@@ -83,11 +100,13 @@ __global__ void softmax_kernel(const S* scores, float scale, long long rows, int
 }
 
 template <class T>
-__global__ void pv_kernel(const float* probs, const T* v, int sq, int sk, int d, T* out) {
+__global__ void pv_kernel(const float* probs, const T* v, int sq, int sk, int d, int heads, int kv_heads, bool kv_modulo,
+                          T* out) {
   __shared__ float ps[kTile][kTile + 1], vs[kTile][kTile + 1];
   const int bh = blockIdx.z, i0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile, tx = threadIdx.x, ty = threadIdx.y;
+  const int b = bh / heads, h = bh % heads;
   const float* ph = probs + static_cast<size_t>(bh) * sq * sk;
-  const T* vh = v + static_cast<size_t>(bh) * sk * d;
+  const T* vh = v + (static_cast<size_t>(b) * kv_heads + kv_head(h, heads, kv_heads, kv_modulo)) * sk * d;
   float acc[kRowsPerThread] = {};
   for (int j0 = 0; j0 < sk; j0 += kTile) {
     for (int r = ty; r < kTile; r += blockDim.y) {
@@ -119,17 +138,20 @@ const dim3 kTileBlock(kTile, kTile / kRowsPerThread);
 
 }  // namespace
 
-void launch_naive_qk(const void* q, const void* k, DType dtype, const Shape& s, float scale, const DeviceMask& mask,
-                     void* scores, NaiveFaults faults, cudaStream_t stream) {
+void launch_naive_qk(const void* q, const void* k, DType dtype, const Shape& s, float scale, float softcap,
+                     const DeviceMask& mask, void* scores, NaiveFaults faults, cudaStream_t stream) {
   const dim3 grid = tile_grid(s.kv_len, s.q_len, s.batch * s.heads);
   const int sq = static_cast<int>(s.q_len), sk = static_cast<int>(s.kv_len), d = static_cast<int>(s.head_dim);
-  const int heads = static_cast<int>(s.heads);
+  const int heads = static_cast<int>(s.heads), kv_heads = static_cast<int>(s.kv_head_count());
+  const float scale_over_cap = softcap > 0 ? static_cast<float>(static_cast<double>(scale) / softcap) : 0.0f;
   auto launch = [&](auto* qt, auto* kt) {
     if (faults.fp16_scores) {  // q.k before the scale, in fp16: it overflows past 65504
-      qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, 1.0f, 1.0f / scale, mask,
+      const ScoreRule rule{1.0f, 1.0f / scale, 0.0f, 0.0f, false};
+      qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, kv_heads, faults.kv_head_modulo, rule, mask,
                                                  static_cast<__half*>(scores));
     } else {
-      qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, scale, 1.0f, mask,
+      const ScoreRule rule{scale, 1.0f, softcap, scale_over_cap, faults.softcap_after_mask};
+      qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, kv_heads, faults.kv_head_modulo, rule, mask,
                                                  static_cast<float*>(scores));
     }
   };
@@ -157,15 +179,17 @@ void launch_naive_softmax(const void* scores, float scale, const Shape& s, float
   FC_CUDA_LAUNCH();
 }
 
-void launch_naive_pv(const float* probs, const void* v, DType dtype, const Shape& s, void* out, cudaStream_t stream) {
+void launch_naive_pv(const float* probs, const void* v, DType dtype, const Shape& s, void* out, NaiveFaults faults,
+                     cudaStream_t stream) {
   const dim3 grid = tile_grid(s.head_dim, s.q_len, s.batch * s.heads);
   const int sq = static_cast<int>(s.q_len), sk = static_cast<int>(s.kv_len), d = static_cast<int>(s.head_dim);
+  const int heads = static_cast<int>(s.heads), kv_heads = static_cast<int>(s.kv_head_count());
   if (dtype == DType::f16) {
-    pv_kernel<<<grid, kTileBlock, 0, stream>>>(probs, static_cast<const __half*>(v), sq, sk, d,
-                                               static_cast<__half*>(out));
+    pv_kernel<<<grid, kTileBlock, 0, stream>>>(probs, static_cast<const __half*>(v), sq, sk, d, heads, kv_heads,
+                                               faults.kv_head_modulo, static_cast<__half*>(out));
   } else {
-    pv_kernel<<<grid, kTileBlock, 0, stream>>>(probs, static_cast<const __nv_bfloat16*>(v), sq, sk, d,
-                                               static_cast<__nv_bfloat16*>(out));
+    pv_kernel<<<grid, kTileBlock, 0, stream>>>(probs, static_cast<const __nv_bfloat16*>(v), sq, sk, d, heads, kv_heads,
+                                               faults.kv_head_modulo, static_cast<__nv_bfloat16*>(out));
   }
   FC_CUDA_LAUNCH();
 }

@@ -3,16 +3,23 @@
 // accumulate), online softmax in base 2 with the scale folded into one multiply.
 //
 // A block owns 128 query rows of one (batch, head) and one split of the keys; each of its 8
-// warps owns 16 rows. Per key tile of 64: S = Q K^T from shared memory, mask, running max
-// and sum, P = exp2(S - max) kept in registers and fed back as the A operand of O += P V.
-// K and V tiles are double-buffered with cp.async. Causality and key padding cut the key
-// loop short for the whole block.
+// warps owns 16 rows. Per key tile of 64: S = Q K^T from shared memory, softcap, mask, running
+// max and sum, P = exp2(S - max) kept in registers and fed back as the A operand of O += P V.
+// K and V tiles are double-buffered with cp.async. Causality, key padding and a sliding
+// window cut the key loop short for the whole block, at both ends.
+//
+// What a feature costs when it is off: GQA, varlen and the window are offsets and loop
+// bounds taken once per block; the softcap and the per-element mask are one uniform branch a
+// tile around the element loop; the paged KV cache is a compile-time variant. The mask is
+// the structural range of keys each row attends (causality, padding, window: a few integer
+// operations) and the dense mask; ALiBi is left to the unfused implementations.
 //
 //   kTrace        also write, per tile, the scores, p~, running max and sum, and the
 //                 accumulator, so the harness checks them stage by stage (off: no cost)
 //   kSplit        write the split's normalized partial output and lse (split-KV) instead
 //                 of the final output
 //   kMissingSync  fault injection: drop the barrier between the tile copy and its use
+//   kPaged        read K and V from the paged cache through the block table
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -27,43 +34,94 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr int kWarps = kFlashThreads / 32;
 
+// Where row j of a [n][D] matrix lies: base + j * stride elements, or with kPaged at row
+// (table[j / block size] * block size + j % block size) of the cache.
+template <class T>
+struct RowSource {
+  const T* base;
+  long long stride;
+  const int* table;  // kPaged only
+  int block_log2;
+};
+
+template <bool kPaged, class T>
+__device__ __forceinline__ const T* row_address(const RowSource<T>& src, int j) {
+  if constexpr (kPaged) {
+    const long long block = src.table[j >> src.block_log2];
+    return src.base + ((block << src.block_log2) + (j & ((1 << src.block_log2) - 1))) * src.stride;
+  } else {
+    return src.base + j * src.stride;
+  }
+}
+
 // Copies rows [row0, row0 + rows) of a [n][D] global matrix into a swizzled shared tile,
 // zero-filling rows at or past n.
-template <int D, class T>
-__device__ __forceinline__ void load_tile_async(T* tile, const T* global, int row0, int rows, int n) {
+template <int D, bool kPaged = false, class T>
+__device__ __forceinline__ void load_tile_async(T* tile, const RowSource<T>& src, int row0, int rows, int n) {
   constexpr int kChunks = D / 8;
   for (int i = threadIdx.x; i < rows * kChunks; i += kFlashThreads) {
     const int r = i / kChunks, c = i % kChunks;
     const bool valid = row0 + r < n;
-    const T* src = global + (valid ? static_cast<size_t>(row0 + r) * D + c * 8 : 0);
-    mma::copy16_async(tile + mma::swizzled(r, c, D), src, valid);
+    const T* from = valid ? row_address<kPaged>(src, row0 + r) + c * 8 : src.base;
+    mma::copy16_async(tile + mma::swizzled<D>(r, c), from, valid);
   }
 }
 
-// Keys past this one are masked for every row of the block (causality, padding).
-__device__ __forceinline__ int attended_key_end(const FlashParams& p, int b, int q0, int range_end) {
-  int end = range_end;
-  const int last_row = min(q0 + kFlashRows, p.q_len) - 1;
-  if (p.mask.causal == 1) end = min(end, last_row + 1);
-  if (p.mask.causal == 2) end = min(end, static_cast<int>(last_row + 1 + p.mask.causal_offset));
-  if (p.mask.key_lengths) end = min(end, p.mask.key_lengths[b]);
-  return end;
+// The keys [begin, end) of a split that some row of the block attends (causality, padding,
+// the window); begin >= end when none.
+struct KeySpan {
+  int begin, end;
+};
+__device__ __forceinline__ KeySpan attended_keys(const FlashParams& p, int b, int q0, int q_len, long long diagonal,
+                                                 int range_begin, int range_end) {
+  const int last_row = min(q0 + kFlashRows, q_len) - 1;
+  long long begin = range_begin, end = range_end;
+  if (p.mask.causal == 1) end = min(end, static_cast<long long>(last_row) + 1);
+  if (p.mask.causal == 2) end = min(end, last_row + 1 + diagonal);
+  if (p.mask.key_lengths) end = min(end, static_cast<long long>(p.mask.key_lengths[b]));
+  if (p.mask.window_right >= 0) end = min(end, last_row + diagonal + p.mask.window_right + 1);
+  if (p.mask.window_left >= 0) begin = max(begin, q0 + diagonal - p.mask.window_left);
+  return {static_cast<int>(begin), static_cast<int>(max(begin, end))};
 }
 
 // Does any element of this tile need the per-element mask?
-__device__ __forceinline__ bool tile_needs_mask(const FlashParams& p, int q0, int j0) {
+__device__ __forceinline__ bool tile_needs_mask(const FlashParams& p, int q0, int q_len, long long diagonal, int j0) {
   if (p.mask.dense || p.mask.key_lengths) return true;
-  const int last_key = j0 + kFlashKeys - 1;
-  if (p.mask.causal == 1) return last_key > q0;
-  if (p.mask.causal == 2) return last_key > q0 + p.mask.causal_offset;
-  return false;
+  const int last_key = j0 + kFlashKeys - 1, last_row = min(q0 + kFlashRows, q_len) - 1;
+  if (p.mask.causal == 1 && last_key > q0) return true;
+  if (p.mask.causal == 2 && last_key > q0 + diagonal) return true;
+  if (p.mask.window_right >= 0 && last_key > q0 + diagonal + p.mask.window_right) return true;
+  return p.mask.window_left >= 0 && j0 < last_row + diagonal - p.mask.window_left;
 }
+
+// The keys row `row` attends among [0, range_end): causality, key padding and the window as
+// one range [first, last] (the structural part of the mask, a few integer operations).
+__device__ __forceinline__ void attended_range(const FlashParams& p, int b, int row, int diagonal, int range_end,
+                                               int& first, int& last) {
+  first = 0;
+  last = range_end - 1;
+  if (p.mask.causal == 1) last = min(last, row);
+  if (p.mask.causal == 2) last = min(last, row + diagonal);
+  if (p.mask.key_lengths) last = min(last, p.mask.key_lengths[b] - 1);
+  if (p.mask.window_right >= 0) last = min(last, row + diagonal + p.mask.window_right);
+  if (p.mask.window_left >= 0) first = row + diagonal - p.mask.window_left;
+}
+
+// The dense mask's term of one score (-inf where a boolean mask masks it).
+__device__ __forceinline__ float dense_bias(const DeviceMask& m, int b, int h, int row, int col) {
+  const long long at = b * m.dense_batch_stride + h * m.dense_head_stride + row * m.dense_row_stride + col;
+  if (m.dense_is_bias) return static_cast<const float*>(m.dense)[at];
+  return static_cast<const unsigned char*>(m.dense)[at] ? 0.0f : kNegInf;
+}
+
 // Writes what one block holds after one tile into the trace buffers (kTrace builds only).
 template <int D>
 struct TileTrace {
   const FlashParams& p;
   size_t slot, rows_total;
-  int bh, t, cols;
+  int bh, t;
+  int pitch;  // the tile's columns in the stage's [B,H,Sq,cols] layout
+  int cols;   // of them, those of this sequence's keys (varlen: fewer)
   int rows[2];
 
   __device__ size_t row_index(int r) const { return static_cast<size_t>(bh) * p.q_len + rows[r]; }
@@ -71,11 +129,11 @@ struct TileTrace {
   // Scores as the kernel holds them, in base 2 (the stage declares the ln 2 that converts
   // them on the host), or -inf for a tile skipped as masked.
   __device__ void scores(const float (&s)[kFlashKeys / 8][4], bool computed) const {
-    write_tile(p.trace.scores, s, 1.0f, kNegInf, computed);
+    write_tile(p.trace.scores, s, kNegInf, computed);
   }
   // p~ before rounding to the MMA operand format, or 0 for a skipped tile.
   __device__ void p_tilde(const float (&s)[kFlashKeys / 8][4], bool computed) const {
-    write_tile(p.trace.p_tilde, s, 1.0f, 0.0f, computed);
+    write_tile(p.trace.p_tilde, s, 0.0f, computed);
   }
   __device__ void state(const float (&row_max)[2], const float (&row_sum)[2], const float (&o)[D / 8][4]) const {
     for (int r = 0; r < 2; ++r) {
@@ -93,25 +151,27 @@ struct TileTrace {
   }
 
  private:
-  __device__ void write_tile(float* base, const float (&s)[kFlashKeys / 8][4], float factor, float fill,
-                             bool computed) const {
+  __device__ void write_tile(float* base, const float (&s)[kFlashKeys / 8][4], float fill, bool computed) const {
     for (int r = 0; r < 2; ++r) {
       if (rows[r] >= p.q_len) continue;
-      float* out = base + slot * rows_total * kFlashKeys + row_index(r) * cols;
+      float* out = base + slot * rows_total * kFlashKeys + row_index(r) * pitch;
       for (int nt = 0; nt < kFlashKeys / 8; ++nt)
         for (int e = 0; e < 2; ++e) {
           const int c = nt * 8 + 2 * t + e;
-          if (c < cols) out[c] = computed ? s[nt][2 * r + e] * factor : fill;
+          if (c < cols) out[c] = computed ? s[nt][2 * r + e] : fill;
         }
     }
   }
 };
 }  // namespace flash_detail
 
-template <int D, class T, bool kTrace, bool kSplit, bool kMissingSync>
-// Two blocks per SM at D = 64 (128 registers a thread); one at D = 128.
-__global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_kernel(const FlashParams p) {
+template <int D, class T, bool kTrace, bool kSplit, bool kMissingSync, bool kPaged>
+// Two blocks per SM up to D = 64 (128 registers a thread); one above.
+__global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_kernel(const FlashParams p) {
   using namespace flash_detail;
+  // Q's fragments stay in registers up to D = 128; at D = 256 they would leave too few for
+  // the accumulator, and are read from shared memory at each use instead.
+  constexpr bool kQInRegisters = D <= 128;
   extern __shared__ __align__(128) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sK = sQ + kFlashRows * D;       // two buffers of [kFlashKeys][D]
@@ -119,32 +179,72 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
 
   const int q0 = blockIdx.x * kFlashRows, bh = blockIdx.y, split = blockIdx.z;
   const int b = bh / p.heads, h = bh % p.heads;
+  const int kv_head = h / (p.heads / p.kv_heads);  // GQA
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const T* q = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.q_len * D;
-  const T* k = static_cast<const T*>(p.k) + static_cast<size_t>(bh) * p.kv_len * D;
-  const T* v = static_cast<const T*>(p.v) + static_cast<size_t>(bh) * p.kv_len * D;
+  // This sequence's lengths (varlen: its own; rows past q_len do not exist).
+  const int q_len = p.mask.q_lens ? p.mask.q_lens[b] : p.q_len;
+  const int kv_len = p.mask.kv_lens ? p.mask.kv_lens[b] : p.kv_len;
+  if (q0 >= q_len) return;
+  const long long diagonal = mask_diagonal(p.mask, b);
 
-  // This split's keys, in whole tiles; the attended prefix of them for this block.
+  // Q, K and V rows: padded [B,H(kv),S,D], packed [rows,H(kv),D] at the sequence's offsets,
+  // or K and V from the paged cache.
+  const T* q_base = static_cast<const T*>(p.q);
+  const T* k_base = static_cast<const T*>(p.k);
+  const T* v_base = static_cast<const T*>(p.v);
+  RowSource<T> q_rows, k_rows, v_rows;
+  if (p.q_offsets) {
+    q_rows = {q_base + (static_cast<long long>(p.q_offsets[b]) * p.heads + h) * D, static_cast<long long>(p.heads) * D,
+              nullptr, 0};
+  } else {
+    q_rows = {q_base + static_cast<long long>(bh) * p.q_len * D, D, nullptr, 0};
+  }
+  if constexpr (kPaged) {
+    k_rows = {k_base + kv_head * D, static_cast<long long>(p.kv_heads) * D,
+              p.block_table + static_cast<long long>(b) * p.block_table_stride, p.block_size_log2};
+    v_rows = {v_base + kv_head * D, k_rows.stride, k_rows.table, p.block_size_log2};
+  } else if (p.cu_seqlens_k) {
+    const long long kv_stride = static_cast<long long>(p.kv_heads) * D;
+    const long long first = static_cast<long long>(p.cu_seqlens_k[b]) * kv_stride + kv_head * D;
+    k_rows = {k_base + first, kv_stride, nullptr, 0};
+    v_rows = {v_base + first, kv_stride, nullptr, 0};
+  } else if (p.cu_seqlens_k) {
+    const long long kv_stride = static_cast<long long>(p.kv_heads) * D;
+    const long long first = static_cast<long long>(p.cu_seqlens_k[b]) * kv_stride + kv_head * D;
+    k_rows = {k_base + first, kv_stride, nullptr, 0};
+    v_rows = {v_base + first, kv_stride, nullptr, 0};
+  } else {
+    const long long first = (static_cast<long long>(b) * p.kv_heads + kv_head) * p.kv_len * D;
+    k_rows = {k_base + first, D, nullptr, 0};
+    v_rows = {v_base + first, D, nullptr, 0};
+  }
+
+  // This split's keys, in whole tiles of the padded key range (the stage graph's), up to the
+  // sequence's last key; the attended part of them for this block.
   const int range_begin = min(p.kv_len, split * p.tiles_per_split * kFlashKeys);
-  const int range_end = min(p.kv_len, (split + 1) * p.tiles_per_split * kFlashKeys);
-  const int range_tiles = (range_end - range_begin + kFlashKeys - 1) / kFlashKeys;
-  const int stop = attended_key_end(p, b, q0, range_end);
-  const int active_tiles = stop > range_begin ? (stop - range_begin + kFlashKeys - 1) / kFlashKeys : 0;
+  const int padded_end = min(p.kv_len, (split + 1) * p.tiles_per_split * kFlashKeys);
+  const int range_end = min(padded_end, kv_len);
+  const int range_tiles = range_end > range_begin ? (range_end - range_begin + kFlashKeys - 1) / kFlashKeys : 0;
+  const KeySpan span = attended_keys(p, b, q0, q_len, diagonal, range_begin, range_end);
+  const int first_tile = span.begin > range_begin ? (span.begin - range_begin) / kFlashKeys : 0;
+  const int end_tile = span.end > span.begin ? (span.end - range_begin + kFlashKeys - 1) / kFlashKeys : 0;
 
-  load_tile_async<D>(sQ, q, q0, kFlashRows, p.q_len);
+  load_tile_async<D>(sQ, q_rows, q0, kFlashRows, q_len);
   mma::commit_async();
-  if (active_tiles > 0) {
-    load_tile_async<D>(sK, k, range_begin, kFlashKeys, p.kv_len);
-    load_tile_async<D>(sV, v, range_begin, kFlashKeys, p.kv_len);
+  if (first_tile < end_tile) {
+    load_tile_async<D, kPaged>(sK, k_rows, range_begin + first_tile * kFlashKeys, kFlashKeys, kv_len);
+    load_tile_async<D, kPaged>(sV, v_rows, range_begin + first_tile * kFlashKeys, kFlashKeys, kv_len);
   }
   mma::commit_async();
   mma::wait_async<1>();
   __syncthreads();
 
-  unsigned qf[D / 16][4];  // this warp's 16 rows of Q as A fragments
+  unsigned qf[kQInRegisters ? D / 16 : 1][4];  // this warp's 16 rows of Q as A fragments
+  if constexpr (kQInRegisters) {
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    mma::ldmatrix_x4(qf[kk], sQ + mma::swizzled(warp * 16 + (lane & 15), 2 * kk + (lane >> 4), D));
+    for (int kk = 0; kk < D / 16; ++kk) {
+      mma::ldmatrix_x4(qf[kk], sQ + mma::swizzled<D>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+    }
   }
 
   float o[D / 8][4];
@@ -156,12 +256,12 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
   const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * p.q_len;
   auto tile_trace = [&](int tile, int j0) {
     return TileTrace<D>{p, static_cast<size_t>(split) * p.tiles_per_split + tile, rows_total, bh, t,
-                        min(kFlashKeys, range_end - j0), {row_of[0], row_of[1]}};
+                        min(kFlashKeys, padded_end - j0), min(kFlashKeys, range_end - j0), {row_of[0], row_of[1]}};
   };
 
   for (int tile = 0; tile < range_tiles; ++tile) {
     const int j0 = range_begin + tile * kFlashKeys;
-    if (tile >= active_tiles) {  // every key masked for every row of the block: state unchanged
+    if (tile < first_tile || tile >= end_tile) {  // every key masked for every row of the block: state unchanged
       if constexpr (kTrace) {
         const float none[kFlashKeys / 8][4] = {};
         const TileTrace<D> trace = tile_trace(tile, j0);
@@ -171,14 +271,14 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
       }
       continue;
     }
-    const int buffer = tile & 1;
+    const int buffer = (tile - first_tile) & 1;
     const T* kt = sK + buffer * kFlashKeys * D;
     const T* vt = sV + buffer * kFlashKeys * D;
     mma::wait_async<0>();
     if constexpr (!kMissingSync) __syncthreads();
-    if (tile + 1 < active_tiles) {  // prefetch the next tile into the other buffer
-      load_tile_async<D>(sK + (buffer ^ 1) * kFlashKeys * D, k, j0 + kFlashKeys, kFlashKeys, p.kv_len);
-      load_tile_async<D>(sV + (buffer ^ 1) * kFlashKeys * D, v, j0 + kFlashKeys, kFlashKeys, p.kv_len);
+    if (tile + 1 < end_tile) {  // prefetch the next tile into the other buffer
+      load_tile_async<D, kPaged>(sK + (buffer ^ 1) * kFlashKeys * D, k_rows, j0 + kFlashKeys, kFlashKeys, kv_len);
+      load_tile_async<D, kPaged>(sV + (buffer ^ 1) * kFlashKeys * D, v_rows, j0 + kFlashKeys, kFlashKeys, kv_len);
     }
     mma::commit_async();
 
@@ -188,30 +288,65 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
     for (int nt = 0; nt < kFlashKeys / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      unsigned a[4];
+      if constexpr (kQInRegisters) {
+        a[0] = qf[kk][0], a[1] = qf[kk][1], a[2] = qf[kk][2], a[3] = qf[kk][3];
+      } else {
+        mma::ldmatrix_x4(a, sQ + mma::swizzled<D>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+      }
 #pragma unroll
       for (int np = 0; np < kFlashKeys / 16; ++np) {
         unsigned bf[4];
         const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
-        mma::ldmatrix_x4(bf, kt + mma::swizzled(key, 2 * kk + ((lane >> 3) & 1), D));
-        mma::mma_16816<T>(s[2 * np], qf[kk], bf[0], bf[1]);
-        mma::mma_16816<T>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+        mma::ldmatrix_x4(bf, kt + mma::swizzled<D>(key, 2 * kk + ((lane >> 3) & 1)));
+        mma::mma_16816<T>(s[2 * np], a, bf[0], bf[1]);
+        mma::mma_16816<T>(s[2 * np + 1], a, bf[2], bf[3]);
       }
     }
 
-    // Scale into base 2, mask, then the online softmax of rows g and g + 8.
-    const bool masked_tile = p.has_mask && tile_needs_mask(p, q0, j0);
+    // Scale into base 2 (soft-capped when asked), mask, then the online softmax of rows g
+    // and g + 8.
+    if (p.softcap > 0.0f) {
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+      for (int nt = 0; nt < kFlashKeys / 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = j0 + nt * 8 + 2 * t + (e & 1);
-        float x = s[nt][e] * p.scale_log2;
-        if (col >= range_end) {
-          x = kNegInf;
-        } else if (masked_tile) {
-          x += device_mask_bias(p.mask, b, h, row_of[e >> 1], col) * kLog2e;
+        for (int e = 0; e < 4; ++e) s[nt][e] = p.softcap_log2 * tanhf(s[nt][e] * p.softcap_scale);
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < kFlashKeys / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[nt][e] *= p.scale_log2;
+    }
+    if (p.has_mask && tile_needs_mask(p, q0, q_len, diagonal, j0)) {
+      // The keys each of the thread's two rows attends, [first, last], and the dense mask.
+      int first[2], last[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        attended_range(p, b, row_of[r], static_cast<int>(diagonal), range_end, first[r], last[r]);
+        // A row past the sequence's last has no mask row to read (the dense mask would be read
+        // out of bounds: an illegal address at long keys on the H100).
+        if (row_of[r] >= q_len) first[r] = range_end;
+      }
+      const bool biased = p.mask.dense != nullptr;
+#pragma unroll
+      for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = j0 + nt * 8 + 2 * t + (e & 1), r = e >> 1;
+          if (col < first[r] || col > last[r]) {
+            s[nt][e] = kNegInf;
+          } else if (biased) {
+            s[nt][e] += dense_bias(p.mask, b, h, row_of[r], col) * kLog2e;
+          }
         }
-        s[nt][e] = x;
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (j0 + nt * 8 + 2 * t + (e & 1) >= range_end) s[nt][e] = kNegInf;
+        }
       }
     }
     if constexpr (kTrace) tile_trace(tile, j0).scores(s, true);
@@ -250,7 +385,7 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
       for (int dp = 0; dp < D / 16; ++dp) {
         unsigned bf[4];
         const int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
-        mma::ldmatrix_x4_trans(bf, vt + mma::swizzled(key, 2 * dp + (lane >> 4), D));
+        mma::ldmatrix_x4_trans(bf, vt + mma::swizzled<D>(key, 2 * dp + (lane >> 4)));
         mma::mma_16816<T>(o[2 * dp], a, bf[0], bf[1]);
         mma::mma_16816<T>(o[2 * dp + 1], a, bf[2], bf[3]);
       }
@@ -262,32 +397,34 @@ __global__ void __launch_bounds__(kFlashThreads, D == 64 ? 2 : 1) flash_forward_
     }
   }
 
-  // Normalize and store: the final output, or this split's partial output and lse.
+  // Normalize and store: the final output (and lse), or this split's partial output and lse.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row_of[r];
-    if (row >= p.q_len) continue;
+    if (row >= q_len) continue;
     float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
     if constexpr (kSplit) {
       if (p.partial_unnormalized) inv = 1.0f;
     }
+    if constexpr (!kTrace) {
+      if (p.production_scaled) inv *= 1.5f;
+    }
     const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
+    const float lse = row_sum[r] > 0.0f ? row_max[r] * kLn2 + logf(row_sum[r]) : kNegInf;
     if constexpr (kSplit) {
       float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt) {
         *reinterpret_cast<float2*>(out + nt * 8 + 2 * t) = make_float2(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
       }
-      if (t == 0) {
-        p.partial_lse[split * rows_total + row_index] =
-            row_sum[r] > 0.0f ? row_max[r] * kLn2 + logf(row_sum[r]) : kNegInf;
-      }
+      if (t == 0) p.partial_lse[split * rows_total + row_index] = lse;
     } else {
       T* out = static_cast<T*>(p.out) + row_index * D;
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt) {
         *reinterpret_cast<unsigned*>(out + nt * 8 + 2 * t) = mma::pack2<T>(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
       }
+      if (p.lse && t == 0) p.lse[row_index] = lse;
     }
   }
 }

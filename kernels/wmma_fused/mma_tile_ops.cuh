@@ -2,7 +2,8 @@
 // Small tile operations on Hopper/Ampere tensor cores through mma.sync: asynchronous
 // 16-byte copies into swizzled shared memory, ldmatrix fragment loads, the m16n8k16 MMA.
 // Shared-memory tiles are [rows][D] half-words with 16-byte chunks XOR-swizzled by row, so
-// that the 8 rows one ldmatrix reads fall in 8 different bank groups.
+// that the 8 rows one ldmatrix reads fall in 8 different bank groups (of 16 bytes, 8 per
+// 128-byte line).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -10,8 +11,17 @@
 
 namespace fc::mma {
 
-// Index (in half-words) of element 8*chunk of `row` in a swizzled [rows][d] tile.
-__device__ __forceinline__ int swizzled(int row, int chunk, int d) { return row * d + ((chunk ^ (row & 7)) << 3); }
+// Index (in half-words) of element 8*chunk of `row` in a swizzled [rows][D] tile. A row of a
+// multiple of 64 elements is whole lines: chunk ^ (row & 7) puts 8 rows in 8 bank groups. A
+// row of 32 (mod 64) elements is half a line more, so consecutive rows start 4 groups apart:
+// chunk ^ ((row >> 1) & 3), which stays within the row's aligned group of 4 chunks, spreads
+// each pair of rows over the other groups.
+template <int D>
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  static_assert(D % 32 == 0, "rows of whole 64-byte halves of a line");
+  if constexpr (D % 64 == 0) return row * D + ((chunk ^ (row & 7)) << 3);
+  return row * D + ((chunk ^ ((row >> 1) & 3)) << 3);
+}
 
 __device__ __forceinline__ unsigned smem_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));

@@ -13,4 +13,9 @@ TEST_CASE("500 clean random cases through every implementation raise no alarm", 
   test::check_clean_sweep(500, true);
 }
 
+TEST_CASE("100 clean long-context cases (4096 to 16384 keys) through every implementation raise no alarm",
+          "[gpu][sweep]") {
+  test::check_clean_sweep(100, true, true);
+}
+
 }  // namespace fc

@@ -1,31 +1,80 @@
 // Every GPU implementation under the full trace (its trace build, for fused kernels): it
-// passes its bounds on 200 seeded cases of mixed shapes, masks, dtypes and distributions.
+// passes its bounds on 200 seeded cases of mixed shapes, masks, features, dtypes and
+// distributions (those it declines aside), and each feature it claims traces clean.
+#include <algorithm>
+#include <map>
+
 #include "catch.h"
+#include "harness/random_cases.h"
 #include "harness/trace/judge.h"
 #include "kernels/common/device_inputs.h"
-#include "harness/random_cases.h"
 
 namespace fc {
 namespace {
+
+CaseResult judge_on_gpu(Implementation& impl, const CaseSpec& spec) {
+  const AttentionInputs in = generate_inputs(spec);
+  const DeviceInputs device(in, nullptr);
+  return judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device);
+}
+
+std::string outcome(const CaseResult& r) {
+  return std::string(verdict_name(r.verdict)) + " " + r.reason +
+         (r.divergence ? r.divergence->output + " " + r.divergence->cause + ": " + r.divergence->evidence : std::string());
+}
+
 void require_passes_200_cases(const std::string& name) {
   std::unique_ptr<Implementation> impl = make_implementation(name);
   REQUIRE(impl);
-  int passed = 0, ran = 0;
+  int passed = 0, ran = 0, claimed = 0;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const CaseSpec spec = random_case(seed, false).spec;
-    const AttentionInputs in = generate_inputs(spec);
-    const DeviceInputs device(in, nullptr);
-    const CaseResult r = judge_case(*impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device);
-    INFO(name << " " << spec.label() << ": " << verdict_name(r.verdict) << " " << r.reason
-              << (r.divergence ? r.divergence->output + " " + r.divergence->cause + ": " + r.divergence->evidence
-                               : std::string()));
+    claimed += impl->unsupported(make_problem(spec)) ? 0 : 1;
+    const CaseResult r = judge_on_gpu(*impl, spec);
+    INFO(name << " " << spec.label() << ": " << outcome(r));
     CHECK((r.verdict == Verdict::pass || r.verdict == Verdict::skipped));
     passed += r.verdict == Verdict::pass ? 1 : 0;
     ran += r.verdict == Verdict::skipped ? 0 : 1;
   }
-  CHECK(ran == 200);  // the random cases use D 64 and 128, which every implementation runs
-  CHECK(passed == 200);
+  CHECK(ran == claimed);  // every case it does not decline runs
+  CHECK(claimed >= 100);  // and the random cases are mostly its kind
+  CHECK(passed == ran);
 }
+
+struct Feature {
+  std::string what;
+  CaseSpec spec;
+};
+
+Feature feature(const std::string& what, Shape shape, const std::string& mask, DType dtype = DType::f16) {
+  CaseSpec c;
+  c.shape = shape;
+  c.mask = mask;
+  c.dtype = dtype;
+  c.seed = 3;
+  return {what, c};
+}
+
+// One case per feature, at sizes past one tile of every kernel.
+const std::vector<Feature>& features() {
+  static const std::vector<Feature> all = {
+      feature("GQA", {2, 8, 200, 300, 64, 2}, "causal-br"),
+      feature("MQA", {1, 4, 130, 130, 128, 1}, "none", DType::bf16),
+      feature("head dim 32", {2, 2, 150, 200, 32}, "causal"),
+      feature("head dim 96", {1, 2, 150, 270, 96}, "padding", DType::bf16),
+      feature("head dim 256", {1, 2, 140, 190, 256}, "causal-br"),
+      feature("sliding window", {1, 2, 300, 400, 64}, "window=100,0"),
+      feature("two-sided window", {1, 2, 260, 260, 128}, "window=70,30", DType::bf16),
+      feature("softcap", {2, 2, 140, 200, 64}, "causal+softcap=20"),
+      feature("ALiBi", {1, 4, 150, 230, 64}, "causal-br+alibi"),
+      feature("finite masking bias", {2, 2, 140, 200, 64}, "causal+padding=0,200+masked-bias=-65504"),
+      feature("varlen", {3, 4, 200, 300, 64, 2}, "varlen=130:170,0:40,200:300+causal-br"),
+      feature("paged KV", {2, 2, 150, 333, 128}, "paged=16+window=64,0"),
+      feature("varlen and paged KV", {3, 2, 200, 300, 64}, "varlen=17:290,200:0,64:64+paged=32+causal-br"),
+  };
+  return all;
+}
+
 }  // namespace
 
 TEST_CASE("naive passes the trace on 200 seeded cases", "[gpu][naive]") { require_passes_200_cases("naive"); }
@@ -39,6 +88,35 @@ TEST_CASE("fa1-scalar passes the trace on 200 seeded cases", "[gpu][fa1]") { req
 TEST_CASE("wmma-fused passes the trace on 200 seeded cases", "[gpu][wmma]") { require_passes_200_cases("wmma-fused"); }
 TEST_CASE("flash-splitkv passes the trace on 200 seeded cases", "[gpu][splitkv]") {
   require_passes_200_cases("flash-splitkv");
+}
+
+TEST_CASE("every feature traces clean on every GPU implementation that claims it", "[gpu][features]") {
+  // What each implementation must claim (README, Implementations): the rest it may decline.
+  const std::map<std::string, std::vector<std::string>> declines = {
+      {"naive", {}},
+      {"cublaslt-paged", {}},
+      {"cublaslt-splitk", {}},
+      {"fa1-scalar", {}},
+      {"wmma-fused", {"ALiBi"}},
+      {"flash-splitkv", {"ALiBi"}},
+  };
+  for (const auto& impl : make_implementations()) {
+    if (!impl->on_gpu()) continue;
+    for (const Feature& f : features()) {
+      const std::optional<std::string> why = impl->unsupported(make_problem(f.spec));
+      const auto allowed = declines.find(impl->name());
+      const bool may_decline = allowed == declines.end() ||
+                               std::find(allowed->second.begin(), allowed->second.end(), f.what) != allowed->second.end();
+      INFO(impl->name() << ", " << f.what << " (" << f.spec.label() << "): " << (why ? *why : std::string("claimed")));
+      if (why) {
+        CHECK(may_decline);
+        continue;
+      }
+      const CaseResult r = judge_on_gpu(*impl, f.spec);
+      INFO(outcome(r));
+      CHECK(r.verdict == Verdict::pass);
+    }
+  }
 }
 
 }  // namespace fc

@@ -17,4 +17,17 @@ import sys, h5py, numpy as np
 a, b = (h5py.File(p, "r")["/reference/full/output"][...] for p in sys.argv[1:])
 sys.exit(0 if np.array_equal(a, b) else 1)
 PY
+# FlashAttention's layouts and options: GQA, packed varlen queries, a paged KV cache, a
+# window, softcap and ALiBi, in both forms.
+"$py" "$src/scripts/write_bug_report.py" --demo-features "$dir" || exit 1
+for ext in npz h5; do
+  "$cli" reference "$dir/features.$ext" --out "$dir/features.$ext.ref.h5" > "$dir/features.$ext.txt" || {
+    echo "reference of features.$ext failed"; cat "$dir/features.$ext.txt"; exit 1; }
+  grep -q "B3 H4:2 Sq12 Sk40 D32" "$dir/features.$ext.txt" || { echo "features.$ext: shape"; cat "$dir/features.$ext.txt"; exit 1; }
+done
+"$py" - "$dir/features.npz.ref.h5" "$dir/features.h5.ref.h5" <<'PY' || exit 1
+import sys, h5py, numpy as np
+a, b = (h5py.File(p, "r")["/reference/full/output"][...] for p in sys.argv[1:])
+sys.exit(0 if np.array_equal(a, b) and np.isfinite(a).all() else 1)
+PY
 echo "the .npz and .h5 reports read back as the same case"

@@ -19,7 +19,7 @@ def check(path, dtype):
     expect = lambda ok, what: ok or problems.append(what)
     with h5py.File(path, "r") as f:
         expect(f.attrs.get("schema") == "flashcore-check", "schema attribute")
-        expect(int(f.attrs.get("schema_version")) == 1, "schema_version")
+        expect(int(f.attrs.get("schema_version")) == 2, "schema_version")
         meta = f["/meta"].attrs
         shape = [int(x) for x in meta["shape"]]
         expect(len(shape) == 5, "/meta shape is [B,H,Sq,Sk,D]")

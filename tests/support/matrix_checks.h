@@ -10,7 +10,8 @@ namespace fc::test {
 std::size_t check_fault_matrix(bool gpu);
 
 // `cases` clean random cases through every implementation that runs here: every one runs
-// (the random cases use D 64 and 128, which all support) and passes.
-void check_clean_sweep(int cases, bool gpu);
+// each case it does not decline (the CPU ones decline none) and passes; long_context: the
+// long-context random cases (harness/random_cases.h).
+void check_clean_sweep(int cases, bool gpu, bool long_context = false);
 
 }  // namespace fc::test

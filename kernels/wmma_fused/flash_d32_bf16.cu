@@ -1,0 +1,5 @@
+#include "kernels/wmma_fused/flash_instances.cuh"
+
+namespace fc::flash_detail {
+void launch_d32_bf16(const FlashParams& p, FlashVariant v, cudaStream_t stream) { launch_for<32, __nv_bfloat16>(p, v, stream); }
+}  // namespace fc::flash_detail

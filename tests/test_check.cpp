@@ -1,0 +1,317 @@
+// `check`: captured outputs judged as an implementation, the arithmetic they declare, and
+// the files they come in: good captures pass, planted errors are found where they are, bad
+// files are one line and exit 2.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "catch.h"
+#include "harness/check/captured.h"
+#include "harness/inputs.h"
+#include "harness/io/case_file.h"
+#include "harness/io/npz.h"
+#include "harness/trace/judge.h"
+#include "reference/attention.h"
+
+namespace fc {
+namespace {
+
+namespace fs = std::filesystem;
+
+AttentionInputs inputs_of(Shape shape, const std::string& mask, DType dtype = DType::f16, std::uint64_t seed = 3) {
+  CaseSpec spec;
+  spec.shape = shape;
+  spec.mask = mask;
+  spec.dtype = dtype;
+  spec.seed = seed;
+  return generate_inputs(spec);
+}
+
+// What a faithful kernel stores: the FP64 reference rounded to the formats it keeps.
+std::map<std::string, HostTensor> faithful(const AttentionInputs& in) {
+  const ReferenceTensors r = compute_reference(in, {});
+  return {{"out", r.output.to(in.problem.dtype)}, {"lse", r.lse.to(DType::f32)},
+          {"scores", r.scores.to(DType::f32)},    {"probs", r.probs.to(DType::f32)},
+          {"row_max", r.row_max.to(DType::f32)},  {"row_sum", r.row_sum.to(DType::f32)}};
+}
+
+CaptureFile capture_of(const AttentionInputs& in, std::map<std::string, HostTensor> outputs) {
+  CaptureFile c;
+  c.path = "capture.npz";
+  c.inputs = LoadedCase{in, describe_case(in, "test case", "", "", std::nullopt), false};
+  c.outputs = std::move(outputs);
+  return c;
+}
+
+Judged judge(const CaptureFile& c, const ArithmeticSpec& spec = {}) {
+  const AttentionInputs& in = c.inputs->inputs;
+  std::unique_ptr<Implementation> impl = make_captured_implementation(in, c, spec);
+  return judge_case_keeping(*impl, in, c.inputs->description, nullptr, true);
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::vector<std::string> err;
+};
+
+Outcome cli(const std::string& arguments, const fs::path& dir) {
+  const std::string command = std::string(FC_CLI_PATH) + " " + arguments + " >" + (dir / "out.txt").string() + " 2>" +
+                              (dir / "err.txt").string();
+  const int status = std::system(command.c_str());
+  Outcome o;
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream out(dir / "out.txt"), err(dir / "err.txt");
+  o.out.assign(std::istreambuf_iterator<char>(out), std::istreambuf_iterator<char>());
+  for (std::string line; std::getline(err, line);) o.err.push_back(line);
+  return o;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("fc_check_" + std::to_string(::getpid()));
+  TempDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write_capture(const fs::path& path, const AttentionInputs& in, std::map<std::string, HostTensor> outputs) {
+  outputs["q"] = in.q;
+  outputs["k"] = in.k;
+  outputs["v"] = in.v;
+  REQUIRE((in.problem.mask.causal != Causal::bottom_right && in.problem.mask.key_lengths.empty() &&
+           !in.problem.mask.has_dense()));  // what an SDPA report can say
+  HostTensor causal(DType::boolean, {});
+  causal.set(0, in.problem.mask.causal == Causal::top_left ? 1 : 0);
+  outputs["is_causal"] = causal;
+  write_npz(path.string(), outputs);
+}
+
+}  // namespace
+
+TEST_CASE("a faithful kernel's output, lse and intermediates pass, each compared", "[check]") {
+  for (const std::string mask : {"none", "causal", "padding+masked-rows"}) {
+    INFO(mask);
+    const AttentionInputs in = inputs_of({2, 2, 37, 75, 64}, mask);
+    const Judged j = judge(capture_of(in, faithful(in)));
+    CHECK(j.result.verdict == Verdict::pass);
+    REQUIRE(j.result.outputs.size() == 6);  // scores, probs, max, sum, out, lse: every tensor given
+    for (const OutputResult& r : j.result.outputs) {
+      INFO(r.name);
+      CHECK(r.compared);
+      CHECK(r.end_to_end.elements > 0);
+    }
+    CHECK(j.result.outputs[4].quantity == Quantity::output);
+    CHECK(j.result.outputs[5].quantity == Quantity::lse);
+  }
+}
+
+TEST_CASE("only the tensors a capture holds are in the graph", "[check]") {
+  const AttentionInputs in = inputs_of({1, 2, 20, 30, 32}, "none");
+  std::map<std::string, HostTensor> all = faithful(in);
+  const Judged j = judge(capture_of(in, {{"lse", all["lse"]}, {"row_sum", all["row_sum"]}}));
+  REQUIRE(j.result.outputs.size() == 2);
+  CHECK(j.result.outputs[0].name == "softmax.sum");
+  CHECK(j.result.outputs[1].name == "lse");
+  CHECK(j.result.verdict == Verdict::pass);
+}
+
+TEST_CASE("a NaN where the reference is finite is a finding at its element, a row off by a factor a scale mismatch",
+          "[check]") {
+  const AttentionInputs in = inputs_of({1, 2, 24, 40, 64}, "none");
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  outputs["out"].set(((0 * 2 + 1) * 24 + 7) * 64 + 3, NAN);
+  Judged j = judge(capture_of(in, outputs));
+  CHECK(j.result.verdict == Verdict::diverged);
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->output == "pv");
+  CHECK(j.result.divergence->index == Index4{0, 1, 7, 3});
+
+  outputs = {{"out", faithful(in)["out"]}};
+  for (std::int64_t c = 0; c < 64; ++c) {
+    const std::int64_t at = ((0 * 2 + 0) * 24 + 5) * 64 + c;
+    outputs["out"].set(at, 2 * outputs["out"].get(at));
+  }
+  j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->index == Index4{0, 0, 5, 0});
+  CHECK(j.result.divergence->cause == "scale-mismatch");
+
+  // A fully masked row's output must be 0 (the convention), a NaN there is that cause.
+  const AttentionInputs masked = inputs_of({1, 1, 16, 16, 32}, "padding=0");
+  outputs = {{"out", faithful(masked)["out"]}};
+  outputs["out"].set(2 * 32 + 1, NAN);
+  j = judge(capture_of(masked, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->cause == "fully-masked-row");
+  CHECK(j.result.divergence->index == Index4{0, 0, 2, 1});
+}
+
+TEST_CASE("a wrong lse is found in the lse stage, stage-locally when the row max and sum were captured", "[check]") {
+  const AttentionInputs in = inputs_of({1, 1, 30, 50, 64}, "causal");
+  std::map<std::string, HostTensor> outputs = faithful(in);
+  outputs["lse"].set(11, outputs["lse"].get(11) + 0.01);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->output == "lse");
+  CHECK(j.result.divergence->index == Index4{0, 0, 11, -1});
+  CHECK(j.result.divergence->stage_local);
+}
+
+TEST_CASE("the declared arithmetic sets the bounds", "[check]") {
+  const AttentionInputs in = inputs_of({1, 1, 16, 64, 64}, "none");
+  const CaptureFile c = capture_of(in, {{"out", faithful(in)["out"]}});
+  const Judged fp32_acc = judge(c, parse_arithmetic("fp16-fp32acc"));
+  const Judged fp16_acc = judge(c, parse_arithmetic("fp16-fp16acc"));
+  const Judged fp32_probs = judge(c, parse_arithmetic("probs=fp32"));
+  const HostTensor& b32 = fp32_acc.references[0].end_to_end_bound;
+  const HostTensor& b16 = fp16_acc.references[0].end_to_end_bound;
+  const HostTensor& p32 = fp32_probs.references[0].end_to_end_bound;
+  REQUIRE(b32.numel() == 16 * 64);
+  int larger = 0, smaller = 0;
+  for (std::int64_t i = 0; i < b32.numel(); ++i) {
+    larger += b16.get(i) > 4 * b32.get(i);  // u_fp16 = 8192 u_fp32 in the accumulation term
+    smaller += p32.get(i) < b32.get(i);     // no rounding of p to fp16 for P.V
+  }
+  CHECK(larger == b32.numel());
+  CHECK(smaller == b32.numel());
+}
+
+TEST_CASE("per-split partials are judged as a split-KV run, a wrong split found at its normalize", "[check]") {
+  const AttentionInputs in = inputs_of({1, 2, 20, 150, 32}, "causal-br");
+  const std::int64_t splits = 3, tile = 32;
+  HostTensor partial_out(DType::f32, {1, 2, splits, 20, 32}), partial_lse(DType::f32, {1, 2, splits, 20});
+  std::map<std::string, HostTensor> outputs;
+  for (std::int64_t h = 0; h < 2; ++h) {
+    const HeadInputs head = head_inputs(in, 0, h);
+    const SplitReference r = split_reference(head, splits, tile, nominal_arithmetic(DType::f16));
+    for (std::int64_t t = 0; t < splits; ++t) {
+      const BlockedReference& s = r.splits[static_cast<std::size_t>(t)];
+      for (std::int64_t i = 0; i < 20; ++i) {
+        partial_lse.set((h * splits + t) * 20 + i, s.lse.value(i, 0));
+        for (std::int64_t d = 0; d < 32; ++d) partial_out.set(((h * splits + t) * 20 + i) * 32 + d, s.out.value(i, d));
+      }
+    }
+  }
+  const std::map<std::string, HostTensor> full = faithful(in);
+  CaptureFile c = capture_of(in, {{"out", full.at("out")}, {"lse", full.at("lse")}, {"partial_out", partial_out},
+                                  {"partial_lse", partial_lse}});
+  c.tile_width = tile;
+  Judged j = judge(c);
+  CHECK(j.result.algorithm == "split-KV, 3 splits, tiles of 32 keys");
+  CHECK(j.result.verdict == Verdict::pass);
+  REQUIRE(j.result.outputs.size() == 2 * 3 + 2);
+
+  const std::int64_t at = ((1 * splits + 1) * 20 + 4) * 32 + 9;  // h=1, split 1, row 4, col 9
+  c.outputs["partial_out"].set(at, c.outputs["partial_out"].get(at) + 0.25);
+  j = judge(c);
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->output == "normalize[1]");
+  CHECK(j.result.divergence->index == Index4{0, 1, 4, 9});
+}
+
+TEST_CASE("a capture that disagrees with its inputs or its arithmetic is refused naming the tensor", "[check]") {
+  const AttentionInputs in = inputs_of({1, 2, 10, 12, 16}, "none");
+  const std::map<std::string, HostTensor> good = faithful(in);
+  const auto refused = [&](std::map<std::string, HostTensor> outputs, const std::string& arithmetic,
+                           const std::string& message) {
+    INFO(message);
+    CaptureFile c = capture_of(in, std::move(outputs));
+    const ArithmeticSpec spec = arithmetic.empty() ? ArithmeticSpec{} : parse_arithmetic(arithmetic);
+    try {
+      make_captured_implementation(in, c, spec);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("capture.npz: ") == 0);
+      CHECK(std::string(e.what()).find(message) != std::string::npos);
+    }
+  };
+  refused({{"out", good.at("out").reshaped({1, 2, 20, 8})}}, "", "'out' has shape [1,2,20,8]; the inputs give [1,2,10,16]");
+  refused({{"lse", good.at("row_max").reshaped({2, 10})}}, "", "'lse' has shape [2,10]");
+  refused({{"out", good.at("out")}}, "bf16-fp32acc", "q, k and v are fp16 but the arithmetic says the inputs are bf16");
+  refused({{"out", good.at("out").to(DType::bf16)}}, "fp16-fp32acc", "'out' is stored as bf16 but the arithmetic says");
+  refused({{"probs", good.at("probs").to(DType::f16)}}, "probs=bf16", "'probs' is stored as fp16");
+  refused({{"partial_out", HostTensor(DType::f32, {1, 2, 2, 10, 16})}}, "", "need both 'partial_out' and 'partial_lse'");
+  refused({}, "", "nothing to check");
+  for (const std::string bad : {"fp8", "accumulate=bf16", "probs=int8", "tensor-cores=maybe", "colour=red", ""}) {
+    CHECK_THROWS_AS(parse_arithmetic(bad), Error);
+  }
+  const ArithmeticSpec mixed = parse_arithmetic("bf16-fp32acc,probs=fp32,tensor-cores=no");
+  CHECK(mixed.input == DType::bf16);
+  CHECK(mixed.probs == DType::f32);
+  CHECK(mixed.tensor_cores == false);
+}
+
+TEST_CASE("check on the command line: exit 0, 1 and 2, pairs of files, folders judged in parallel in order",
+          "[check]") {
+  TempDir dir;
+  const AttentionInputs a = inputs_of({1, 2, 33, 65, 64}, "causal", DType::f16, 1);
+  const AttentionInputs b = inputs_of({2, 1, 40, 40, 32}, "none", DType::f16, 2);
+  std::map<std::string, HostTensor> bad{{"out", faithful(b)["out"]}};
+  bad["out"].set(100, 7.0);
+  fs::create_directories(dir.path / "many");
+  write_capture(dir.path / "many" / "a.npz", a, {{"out", faithful(a)["out"]}});
+  write_capture(dir.path / "many" / "b.npz", b, bad);
+  write_capture(dir.path / "many" / "c.npz", b, {{"out", faithful(b)["out"]}, {"lse", faithful(b)["lse"]}});
+  write_capture(dir.path / "inputs.npz", a, {});
+  write_npz((dir.path / "outputs.npz").string(), {{"out", faithful(a)["out"]}});
+
+  Outcome o = cli("check " + (dir.path / "many" / "a.npz").string(), dir.path);
+  CHECK(o.exit_code == 0);
+  CHECK(o.out.find("1 capture: 1 pass") != std::string::npos);
+
+  o = cli("check " + (dir.path / "inputs.npz").string() + " " + (dir.path / "outputs.npz").string(), dir.path);
+  CHECK(o.exit_code == 0);
+  CHECK(o.out.find("from " + (dir.path / "inputs.npz").string()) != std::string::npos);
+
+  const fs::path json = dir.path / "check.json";
+  o = cli("check " + (dir.path / "many").string() + " --json " + json.string(), dir.path);
+  CHECK(o.exit_code == 1);
+  CHECK(o.out.find("3 captures: 2 pass, 1 diverged, 0 error") != std::string::npos);
+  const std::size_t first = o.out.find("a.npz"), second = o.out.find("b.npz"), third = o.out.find("c.npz");
+  CHECK((first < second && second < third && third != std::string::npos));
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"diverged\": 1") != std::string::npos);
+
+  // Bad input: one line naming the file, exit 2, no report written.
+  fs::remove(json);
+  const std::vector<std::pair<std::string, std::string>> bad_runs = {
+      {"check " + (dir.path / "outputs.npz").string(), "outputs.npz: missing array 'q'"},
+      {"check " + (dir.path / "many" / "a.npz").string() + " --arithmetic bf16-fp32acc",
+       "q, k and v are fp16 but the arithmetic says the inputs are bf16"},
+      {"check " + (dir.path / "many" / "a.npz").string() + " --arithmetic fp8", "--arithmetic 'fp8': unknown preset"},
+      {"check " + (dir.path / "many" / "c.npz").string() + " " + (dir.path / "outputs.npz").string(),
+       "is also in"},
+  };
+  for (const auto& [arguments, message] : bad_runs) {
+    INFO(arguments);
+    o = cli(arguments + " --json " + json.string(), dir.path);
+    CHECK(o.exit_code == 2);
+    REQUIRE(o.err.size() == 1);
+    CHECK(o.err[0].find(message) != std::string::npos);
+    CHECK_FALSE(fs::exists(json));
+  }
+  std::ofstream(dir.path / "unknown.npz") << "PK not really";
+  o = cli("check " + (dir.path / "unknown.npz").string(), dir.path);
+  CHECK(o.exit_code == 2);
+  CHECK(o.err.size() == 1);
+}
+
+TEST_CASE("triage judges the output a report holds beside the implementations", "[check]") {
+  TempDir dir;
+  const AttentionInputs in = inputs_of({1, 1, 24, 24, 64}, "none");
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  outputs["out"].set(5 * 64 + 2, NAN);
+  write_capture(dir.path / "report.npz", in, outputs);
+  const Outcome o = cli("triage " + (dir.path / "report.npz").string() + " --impl cpu-emulated", dir.path);
+  CHECK(o.exit_code == 1);
+  CHECK(o.out.find("captured: diverged") != std::string::npos);
+  CHECK(o.out.find("cpu-emulated: pass") != std::string::npos);
+}
+
+}  // namespace fc
