@@ -167,7 +167,7 @@ TEST_CASE("bad case options are refused before any banner, and banners go to std
   CHECK_FALSE(has(ok.out, "no CUDA device"));
 }
 
-TEST_CASE("--inject tells an unknown fault from one no selected implementation has", "[first-contact]") {
+TEST_CASE("an unknown fault and one no selected implementation has get different --inject messages", "[first-contact]") {
   Folder f("inject");
   check_refused_before_work(f.run("--trace --inject frobnicate"), "--inject 'frobnicate': unknown fault");
   check_refused_before_work(f.run("--trace --impl cpu-emulated --inject tail-page"),
@@ -291,7 +291,7 @@ TEST_CASE("fixtures prints a line per fixture, --quiet only the summary", "[firs
   CHECK(lines_of(quiet.out) == std::vector<std::string>{lines[2]});
 }
 
-TEST_CASE("--quiet leaves only the summary line", "[first-contact]") {
+TEST_CASE("a command under --quiet prints only its summary line", "[first-contact]") {
   Folder f("quiet");
   Run r = f.run(kBug + " --seed 1 2 --quiet");
   CHECK(r.exit_code == 1);
