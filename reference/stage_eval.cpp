@@ -65,6 +65,13 @@ double accumulation_tight(double n, double reach, const Arithmetic& a) {
   return t;
 }
 
+// Additions of positive terms whose partial sums stay within `total`: the part of their
+// rounding error that the probabilistic model cannot hold. A term below one ulp of the sum
+// (t < 2u·total) is rounded the same way every time it recurs: a peaked row of thousands of
+// nearly equal tiny terms added to a sum near 1 loses each of them, or rounds each of them up,
+// all in one direction (stagnation). Its error is at most min(t, u·total), counted linearly.
+double stagnation(double term, double total) { return term < 2 * kAccU * total ? std::min(term, kAccU * total) : 0.0; }
+
 // |x| as the accumulation sees it: a tensor core aligns products by their operands'
 // exponents, and a subnormal operand counts with the smallest normal exponent of the
 // operand format (docs/error-model.md, "Tensor cores"), so its size is at least that.
@@ -231,18 +238,20 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
     }
     const double log_l = std::log(l);
     double weighted_exp_err = 0;  // sum_k p_k * exp error of term k
+    double stagnated = 0;         // relative to l
     for (Eigen::Index c = 0; c < cols; ++c) {
       if (s(r, c) == -kInf) continue;
       const double p = std::exp(s(r, c) - m) / l;
       res.p.value(r, c) = p;
       weighted_exp_err += p * exp_rel_error(s(r, c) - m);
+      stagnated += stagnation(p, 1.0);
     }
     res.max.value(r, 0) = m;
     res.sum.value(r, 0) = l;
     // p = exp / l: the n additions of l (positive terms: every partial sum within l) and the
     // division, relative to p.
     const double sum_worst = kSafetyFactor * (n + 2) * kAccU;
-    const double sum_tight = kSafetyFactor * 2 * kAccU + accumulation_tight(n + 1, 1.0, {});
+    const double sum_tight = kSafetyFactor * (2 * kAccU + stagnated) + accumulation_tight(n + 1, 1.0, {});
     for (Variant v : kVariants) {
       const MatrixR& in_bound = bound_of(scores, v);
       const double e_max = max_shift(cols, [&](Eigen::Index c) { return std::pair(s(r, c), in_bound(r, c)); });
@@ -260,7 +269,8 @@ SoftmaxResult eval_softmax(const Bounded& scores, const Arithmetic& a) {
         sum_propagated += exp_growth(std::exp(x), x, in_bound(r, c) + e_max);
       }
       bound_of(res.max, v)(r, 0) = e_max;
-      const double additions = v == Variant::worst ? kSafetyFactor * n * kAccU : accumulation_tight(n + 1, 1.0, {});
+      const double additions =
+          v == Variant::worst ? kSafetyFactor * n * kAccU : kSafetyFactor * stagnated + accumulation_tight(n + 1, 1.0, {});
       // The sum relative to its own max lies in [1, n] whatever the scores.
       bound_of(res.sum, v)(r, 0) = within_range(sum_propagated, l, 1, n) +
                                    kSafetyFactor * (l * weighted_exp_err + n * kAccEta) + l * additions +
@@ -316,6 +326,10 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
     }
     const double l = rr * lp + tile_sum;
     res.sum.value(r, 0) = l;
+    double stagnated = 0;
+    for (Eigen::Index c = 0; c < cols; ++c) {
+      if (s(r, c) != -kInf) stagnated += stagnation(res.p_tilde.value(r, c), l);
+    }
 
     for (Variant v : kVariants) {
       const MatrixR& in_bound = bound_of(scores_tile, v);
@@ -347,7 +361,8 @@ OnlineSoftmaxResult eval_online_softmax(const Bounded& scores_tile, const Bounde
       const double single = rr * lp * (r_local + kAccU) + lp * kAccEta + tile_exp_err + u_out * tile_sum +
                             (n + 1) * kAccEta;
       const double additions =
-          v == Variant::worst ? kSafetyFactor * (n + 1) * kAccU * l : accumulation_tight(n + 1, l, {});
+          v == Variant::worst ? kSafetyFactor * (n + 1) * kAccU * l
+                              : kSafetyFactor * stagnated + accumulation_tight(n + 1, l, {});
       bound_of(res.sum, v)(r, 0) = propagated + kSafetyFactor * single + additions + eta(DType::f32);
     }
   }

@@ -46,7 +46,7 @@ const OutputResult& first_compared(const CaseResult& r) {
 
 }  // namespace
 
-TEST_CASE("--rows reads all, a count or a list, and names bad text", "[trace][rows]") {
+TEST_CASE("row sampling reads --rows as all, a count or a list, and names bad text", "[trace][rows]") {
   CHECK(parse_rows("all").kind == RowSpec::Kind::all);
   CHECK(parse_rows("16").kind == RowSpec::Kind::sample);
   CHECK(parse_rows("16").count == 16);
