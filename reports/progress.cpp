@@ -68,7 +68,7 @@ std::string Progress::line() const {
 }
 
 void Progress::draw(bool force) {
-  if (!shown_) return;
+  if (!shown_ || total_ == 0) return;  // nothing known to be done yet
   const double now = clock_();
   if (!force && drawn_ && now - last_draw_ < kRedrawInterval) return;
   std::cout.flush();  // what the command printed goes before the line, not into it

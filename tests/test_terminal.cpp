@@ -73,6 +73,14 @@ TEST_CASE("progress shows done/total, the elapsed time and an ETA, redrawn in pl
   CHECK(text.substr(text.size() - 4) == "\r\033[K");
 }
 
+TEST_CASE("progress shows nothing until it knows how much work there is", "[terminal]") {
+  std::ostringstream out;
+  Progress progress("faults", 0, out, true, [] { return 0.0; });
+  CHECK(out.str().empty());  // never "0/0"
+  progress.add_total(5);
+  CHECK(out.str() == "\r\033[Kfaults: 0/5, 0:00 elapsed");
+}
+
 TEST_CASE("progress writes nothing where it is not shown", "[terminal]") {
   std::ostringstream out;
   {
@@ -123,6 +131,14 @@ TEST_CASE("on a terminal a trace shows progress and coloured verdicts; NO_COLOR 
   CHECK(stderr_text.find("trace:") == std::string::npos);  // stderr is a file: no progress
   CHECK(stderr_text.find("no CUDA device") != std::string::npos);
   CHECK(to_files.find("\033[32mpass") != std::string::npos);  // stdout is still the terminal
+}
+
+TEST_CASE("sensitivity shows its progress on a terminal", "[terminal]") {
+  const std::string terminal = run_on_terminal("CUDA_VISIBLE_DEVICES= " + std::string(FC_CLI_PATH) +
+                                               " sensitivity --impl cpu-emulated --sk 64 128 --dtype fp16 --seeds 1");
+  INFO(terminal);
+  CHECK(terminal.find("sensitivity: 0/2, 0:00 elapsed") != std::string::npos);
+  CHECK(terminal.find("sensitivity: 2/2") != std::string::npos);
 }
 
 }  // namespace fc

@@ -8,6 +8,7 @@
 #include "harness/io/staged_file.h"
 #include "harness/io/text_output.h"
 #include "harness/sensitivity/sensitivity_report.h"
+#include "reports/progress.h"
 #include "stages/device_info.h"
 
 namespace fc {
@@ -46,13 +47,24 @@ int run_sensitivity(const SensitivityCommand& command) {
   }
 
   SensitivityResult all;
+  // The clean runs, each implementation's counted by measure_sensitivity as (done, total).
+  Progress progress("sensitivity", 0);
   for (auto& impl : runnable) {
-    SensitivityResult r = measure_sensitivity(*impl, options);
+    int seen = 0;
+    bool counted = false;
+    const auto advance = [&](int done, int total) {
+      if (!counted) progress.add_total(total);
+      counted = true;
+      progress.advance(done - seen);
+      seen = done;
+    };
+    SensitivityResult r = measure_sensitivity(*impl, options, advance);
     all.cells.insert(all.cells.end(), r.cells.begin(), r.cells.end());
     all.clean_runs += r.clean_runs;
     all.false_alarms.insert(all.false_alarms.end(), r.false_alarms.begin(), r.false_alarms.end());
     all.skipped.insert(all.skipped.end(), r.skipped.begin(), r.skipped.end());
   }
+  progress.clear();
   std::cout << "sensitivity: B1 H1 Sq" << options.q_len << " D" << options.head_dim << ", causal-br, normal inputs, "
             << options.seeds << " seeds a cell; bugs planted into the captured outputs of the first stage of each "
             << "kind they change, judged by the " << (options.judged_by == BoundChoice::tight ? "tight" : "worst-case")
