@@ -118,6 +118,20 @@ TEST_CASE("diff lists a stage only one snapshot has first, as a difference", "[f
   CHECK(only < first_common);
   CHECK(has(diff.out, "only in B (bug.h5)"));
   CHECK(has(diff.out, "1 stage output in one snapshot only"));
+
+  // The production build's outputs are compared too (their tensors follow the trace build's),
+  // in columns that line up under the headers however long the name.
+  const std::vector<std::string> lines = lines_of(diff.out);
+  const auto header = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return has(l, "B err/bound"); });
+  const auto lse = std::find_if(lines.begin(), lines.end(),
+                                [](const std::string& l) { return l.rfind("  normalize.lse (production) ", 0) == 0; });
+  REQUIRE(header != lines.end());
+  REQUIRE(lse != lines.end());
+  const std::size_t end = header->find("B err/bound") + std::string("B err/bound").size();
+  REQUIRE(lse->size() > end);
+  CHECK((*lse)[end - 1] != ' ');
+  CHECK((*lse)[end] == ' ');
+  CHECK(has(*lse, "  0  -"));  // the planted fault leaves the production lse unchanged
 }
 
 TEST_CASE("diff of two different cases says which of shape, dtype, scale, mask and inputs differ", "[first-contact]") {

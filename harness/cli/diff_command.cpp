@@ -1,6 +1,7 @@
 // flashcore-check diff A.h5 B.h5: two snapshots of the same case (before and after a kernel
 // change), stage by stage: which outputs changed, by how much, where. An output that only
 // one snapshot has is a difference, listed first.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
@@ -67,6 +68,12 @@ std::string ratio(const OutputResult& r) {
   return s.str();
 }
 
+// The tensor of output i of a judged run: the trace build's captures, then the production
+// build's results (harness/trace/evaluate.cpp lists them in that order).
+const HostTensor& output_tensor(const TraceRun& run, std::size_t i) {
+  return i < run.captured.size() ? run.captured[i].tensor : run.production.results.at(i - run.captured.size()).tensor;
+}
+
 std::map<std::string, std::size_t> by_name(const CaseResult& r) {
   std::map<std::string, std::size_t> names;
   for (std::size_t i = 0; i < r.outputs.size(); ++i) names[r.outputs[i].name] = i;
@@ -83,10 +90,16 @@ int run_diff(const DiffCommand& command) {
   const std::map<std::string, std::size_t> in_a = by_name(ra), in_b = by_name(rb);
   const bool colour = colour_stdout();
   std::ostream& out = detail_stream(command.quiet);
+  // The stage column as wide as the longest output name ("normalize.lse (production)").
+  std::size_t name_width = 20;
+  for (const CaseResult* r : {&ra, &rb}) {
+    for (const OutputResult& o : r->outputs) name_width = std::max(name_width, o.name.size());
+  }
+  const int stage_width = static_cast<int>(name_width + 2);
 
   out << "diff of " << a.impl << " (" << command.a << ") and " << b.impl << " (" << command.b << ") on "
       << a.file.description.label << "\n";
-  out << "  " << std::left << std::setw(22) << "stage" << std::right << std::setw(13) << "A err/bound" << std::setw(13)
+  out << "  " << std::left << std::setw(stage_width) << "stage" << std::right << std::setw(13) << "A err/bound" << std::setw(13)
       << "B err/bound" << std::setw(13) << "max |B-A|" << std::setw(11) << "differing" << "  first difference\n";
   // Outputs of one snapshot only: a stage one run has and the other has not is where they differ most.
   int one_sided = 0;
@@ -97,7 +110,7 @@ int run_diff(const DiffCommand& command) {
     for (const OutputResult& o : result->outputs) {
       if (theirs->count(o.name)) continue;
       ++one_sided;
-      out << "  " << std::left << std::setw(22) << o.name << std::right << std::setw(13)
+      out << "  " << std::left << std::setw(stage_width) << o.name << std::right << std::setw(13)
           << (side[0] == 'A' ? ratio(o) : "-") << std::setw(13) << (side[0] == 'B' ? ratio(o) : "-") << "  "
           << painted(std::string("only in ") + side, Tone::bad, colour) << " ("
           << (side[0] == 'A' ? command.a : command.b) << ")\n";
@@ -108,16 +121,16 @@ int run_diff(const DiffCommand& command) {
     const OutputResult& oa = ra.outputs[i];
     const auto it = in_b.find(oa.name);
     if (it == in_b.end()) continue;
-    const HostTensor& ta = a.run.captured[i].tensor;
-    const HostTensor& tb = b.run.captured[it->second].tensor;
+    const HostTensor& ta = output_tensor(a.run, i);
+    const HostTensor& tb = output_tensor(b.run, it->second);
     if (ta.empty() || tb.empty()) {
       ++unstored;
-      out << "  " << std::left << std::setw(22) << oa.name << "  (data not stored in both)\n";
+      out << "  " << std::left << std::setw(stage_width) << oa.name << "  (data not stored in both)\n";
       continue;
     }
     const OutputResult& ob = rb.outputs[it->second];
     if (ta.dims() != tb.dims()) {
-      out << "  " << std::left << std::setw(22) << oa.name << "  shapes differ: " << dims_string(ta.dims()) << " and "
+      out << "  " << std::left << std::setw(stage_width) << oa.name << "  shapes differ: " << dims_string(ta.dims()) << " and "
           << dims_string(tb.dims()) << "\n";
       ++changed;
       ++compared;
@@ -137,7 +150,7 @@ int run_diff(const DiffCommand& command) {
     changed += differing > 0;
     std::ostringstream diff;
     diff << std::setprecision(3) << max_diff;
-    out << "  " << std::left << std::setw(22) << oa.name << std::right << std::setw(13) << ratio(oa) << std::setw(13)
+    out << "  " << std::left << std::setw(stage_width) << oa.name << std::right << std::setw(13) << ratio(oa) << std::setw(13)
         << ratio(ob) << std::setw(13) << (differing ? diff.str() : "0") << std::setw(11) << differing << "  "
         << (first >= 0 ? index_string(oa.index_of(static_cast<unsigned long long>(first))) : "-") << "\n";
   }
