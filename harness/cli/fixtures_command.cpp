@@ -96,7 +96,7 @@ struct Tally {
   std::vector<CaseResult> results;
   int failed = 0;
   std::vector<std::string> fixture_failures;  // "FAIL  CHECK: MESSAGE" of the current fixture
-  std::vector<std::string> fixture_live;      // the implementations it ran live
+  int fixture_live = 0;                       // of its checks, the live runs
   int fixture_checks = 0;
 
   void add(const std::string& fixture, const std::string& check, bool ok, const std::string& message,
@@ -117,22 +117,18 @@ struct Tally {
     failed += ok ? 0 : 1;
     ++fixture_checks;
     if (!ok) fixture_failures.push_back(check + ": " + message);
-    if (check.rfind("live ", 0) == 0) fixture_live.push_back(check.substr(5));
+    if (check.rfind("live ", 0) == 0) ++fixture_live;
   }
 
-  // One line per fixture (with the implementations it ran live), and under it each check that failed.
+  // One line per fixture, and under it each check that failed.
   void end_fixture(std::ostream& out, const std::string& heading, bool colour) {
-    out << heading << ": " << fixture_checks << " checks ";
-    out << (fixture_failures.empty() ? painted_verdict("ok", colour)
-                                     : painted(std::to_string(fixture_failures.size()) + " FAILED", Tone::bad, colour));
-    std::string live;
-    for (const std::string& name : fixture_live) live += (live.empty() ? "; live: " : ", ") + name;
-    out << live << "\n";
-    if (!fixture_failures.empty()) {
-      for (const std::string& f : fixture_failures) out << "  " << painted("FAIL", Tone::bad, colour) << "  " << f << "\n";
-    }
+    out << heading << ": " << fixture_checks << " checks "
+        << (fixture_failures.empty() ? painted_verdict("ok", colour)
+                                     : painted(std::to_string(fixture_failures.size()) + " FAILED", Tone::bad, colour))
+        << " (" << fixture_live << " live run" << (fixture_live == 1 ? "" : "s") << ")\n";
+    for (const std::string& f : fixture_failures) out << "  " << painted("FAIL", Tone::bad, colour) << "  " << f << "\n";
     fixture_failures.clear();
-    fixture_live.clear();
+    fixture_live = 0;
     fixture_checks = 0;
   }
 };
