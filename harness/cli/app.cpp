@@ -185,6 +185,7 @@ int run_cli(int argc, char** argv) {
       ->required();
   check_cmd->add_option("--arithmetic", check.arithmetic, "how the kernel computes: " + arithmetic_help());
   add_report_options(*check_cmd, check.reports, "capture");
+  add_quiet_flag(*check_cmd, check.quiet);
 
   ReplayCommand replay;
   replay.command_line = trace.command_line;

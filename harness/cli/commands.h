@@ -95,6 +95,7 @@ struct CheckCommand {
   std::string arithmetic;          // --arithmetic (harness/check/arithmetic_spec.h)
   ReportFiles reports;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_check(const CheckCommand& command);
 
