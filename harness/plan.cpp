@@ -78,6 +78,7 @@ std::vector<CaseSpec> plan_cases(const PlanOptions& o) {
             c.scale = o.scale;
             cases.push_back(c);
           }
+  for (const CaseSpec& c : cases) make_problem(c);  // a bad mask or distribution refused before any case runs
   return cases;
 }
 

@@ -17,6 +17,7 @@ struct PlanOptions {
   std::optional<double> scale;
 };
 
+// Throws fc::Error on a shape, dtype, mask or distribution a case could not run with.
 std::vector<CaseSpec> plan_cases(const PlanOptions& options);
 std::vector<CaseSpec> default_cases();
 

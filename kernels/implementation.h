@@ -84,7 +84,8 @@ std::unique_ptr<Implementation> make_implementation(const std::string& name);  /
 // The implementations named, in the order given (all, when `names` is empty); an unknown name
 // is an Error "--impl 'NAME': unknown implementation (built: ...)".
 std::vector<std::unique_ptr<Implementation>> select_implementations(const std::vector<std::string>& names);
-// Those of `impls` that have `fault`, with it planted; an Error if none has it.
+// Those of `impls` that have `fault`, with it planted. An Error if none has it, saying whether
+// the fault is unknown or planted only in implementations not selected.
 std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_ptr<Implementation>> impls,
                                                         const std::string& fault);
 

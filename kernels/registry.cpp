@@ -69,17 +69,32 @@ std::vector<std::unique_ptr<Implementation>> select_implementations(const std::v
   return chosen;
 }
 
+namespace {
+
+bool has_fault(const Implementation& impl, const std::string& fault) {
+  const std::vector<std::string> faults = impl.faults();
+  return std::find(faults.begin(), faults.end(), fault) != faults.end();
+}
+
+}  // namespace
+
 std::vector<std::unique_ptr<Implementation>> with_fault(std::vector<std::unique_ptr<Implementation>> impls,
                                                         const std::string& fault) {
   std::vector<std::unique_ptr<Implementation>> faulty;
+  std::string selected;
   for (auto& impl : impls) {
-    const std::vector<std::string> faults = impl->faults();
-    if (std::find(faults.begin(), faults.end(), fault) == faults.end()) continue;
+    selected += (selected.empty() ? "" : ", ") + impl->name();
+    if (!has_fault(*impl, fault)) continue;
     impl->inject(fault);
     faulty.push_back(std::move(impl));
   }
-  if (faulty.empty()) throw Error("--inject " + fault + ": no selected implementation has this fault (see list)");
-  return faulty;
+  if (!faulty.empty()) return faulty;
+  std::string holders;
+  for (const auto& impl : make_implementations()) {
+    if (has_fault(*impl, fault)) holders += (holders.empty() ? "" : ", ") + impl->name();
+  }
+  if (holders.empty()) throw Error("--inject '" + fault + "': unknown fault (`list` shows them)");
+  throw Error("--inject " + fault + ": planted only in " + holders + ", none of which is selected (" + selected + ")");
 }
 
 }  // namespace fc

@@ -57,6 +57,7 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
       if (std::isnan(k)) ++m.nan_kernel;
       if (k == kInf) ++m.posinf_kernel;
       if (k == -kInf) ++m.neginf_kernel;
+      if (k == -kInf && x == -kInf) ++m.masked_neg_inf;
       if (std::isnan(x)) ++m.nan_reference;
       if (std::isinf(x)) ++m.inf_reference;
 
@@ -92,6 +93,7 @@ void merge_after(Metrics& into, const Metrics& next) {
   into.neginf_kernel += next.neginf_kernel;
   into.nan_reference += next.nan_reference;
   into.inf_reference += next.inf_reference;
+  into.masked_neg_inf += next.masked_neg_inf;
   into.max_abs_error = std::max(into.max_abs_error, next.max_abs_error);
   into.max_rel_error = std::max(into.max_rel_error, next.max_rel_error);
   into.max_normalized_error = std::max(into.max_normalized_error, next.max_normalized_error);

@@ -41,6 +41,7 @@ struct Metrics {
   std::int64_t elements = 0;
   std::int64_t nan_kernel = 0, posinf_kernel = 0, neginf_kernel = 0;
   std::int64_t nan_reference = 0, inf_reference = 0;
+  std::int64_t masked_neg_inf = 0;  // kernel -inf where the reference is -inf: masked scores, a masked row's max
   // Over finite pairs; the normalized errors include non-finite ones (inf).
   double max_abs_error = 0, max_rel_error = 0;
   double max_normalized_error = 0;  // error / worst-case bound

@@ -57,6 +57,7 @@ struct Divergence {
   std::string evidence;  // one sentence a person reads
   bool stage_local = false;  // found by the stage-local comparison (else end to end or flags)
   std::optional<double> kernel, reference, bound, tight;
+  bool kernel_unwritten = false;  // the kernel element still holds its buffer's poison: never written, not a computed NaN
   std::optional<RowContext> row;
 };
 

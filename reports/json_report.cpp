@@ -2,195 +2,192 @@
 
 #include <map>
 
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "stages/cublaslt/descriptor_json.h"
-
 
 namespace fc {
 namespace {
 
-void write_index(JsonWriter& j, const Index4& i) {
-  j.begin_object().field("b", i.b).field("h", i.h).field("row", i.row).key("col");
-  if (i.col >= 0) j.value(i.col); else j.null();
-  j.end_object();
+Json optional_number(const std::optional<double>& v) { return v ? json_number(*v) : Json(nullptr); }
+
+Json index_json(const Index4& i) {
+  return Json{{"b", i.b}, {"h", i.h}, {"row", i.row}, {"col", i.col >= 0 ? Json(i.col) : Json(nullptr)}};
 }
 
-void write_element(JsonWriter& j, const std::optional<ElementReport>& e) {
-  if (!e) {
-    j.null();
-    return;
-  }
-  j.begin_object().key("index");
-  write_index(j, e->index);
-  j.field("kernel", e->kernel).field("reference", e->reference).field("bound", e->bound).field("tight", e->tight);
-  j.end_object();
+Json element_json(const std::optional<ElementReport>& e) {
+  if (!e) return nullptr;
+  Json j;
+  j["index"] = index_json(e->index);
+  j["kernel"] = json_number(e->kernel);
+  j["reference"] = json_number(e->reference);
+  j["bound"] = json_number(e->bound);
+  j["tight"] = json_number(e->tight);
+  return j;
 }
 
-void write_metrics(JsonWriter& j, const Metrics& m) {
-  j.begin_object()
-      .field("elements", m.elements)
-      .field("nan_kernel", m.nan_kernel)
-      .field("inf_kernel", m.posinf_kernel + m.neginf_kernel)
-      .field("nan_reference", m.nan_reference)
-      .field("inf_reference", m.inf_reference)
-      .field("max_abs_error", m.max_abs_error)
-      .field("max_rel_error", m.max_rel_error)
-      .field("max_normalized_error", m.max_normalized_error)
-      .field("over_bound", m.over_bound)
-      .field("max_tight_error", m.max_tight_error)
-      .field("over_tight", m.over_tight)
-      .field("judged_by", m.judged_by == BoundChoice::tight ? "tight" : "worst-case")
-      .field("max_ulp", m.max_ulp);
-  j.key("first_failure");
-  write_element(j, m.first_failure);
-  j.key("first_worst_case_failure");
-  write_element(j, m.first_worst_case_failure);
-  j.key("worst");
-  write_element(j, m.worst);
-  j.end_object();
+Json metrics_json(const Metrics& m) {
+  Json j;
+  j["elements"] = m.elements;
+  j["nan_kernel"] = m.nan_kernel;
+  j["inf_kernel"] = m.posinf_kernel + m.neginf_kernel;
+  j["nan_reference"] = m.nan_reference;
+  j["inf_reference"] = m.inf_reference;
+  j["masked_neg_inf"] = m.masked_neg_inf;
+  j["max_abs_error"] = json_number(m.max_abs_error);
+  j["max_rel_error"] = json_number(m.max_rel_error);
+  j["max_normalized_error"] = json_number(m.max_normalized_error);
+  j["over_bound"] = m.over_bound;
+  j["max_tight_error"] = json_number(m.max_tight_error);
+  j["over_tight"] = m.over_tight;
+  j["judged_by"] = m.judged_by == BoundChoice::tight ? "tight" : "worst-case";
+  j["max_ulp"] = m.max_ulp;
+  j["first_failure"] = element_json(m.first_failure);
+  j["first_worst_case_failure"] = element_json(m.first_worst_case_failure);
+  j["worst"] = element_json(m.worst);
+  return j;
 }
 
-void write_flag_index(JsonWriter& j, const OutputResult& r, unsigned long long flat) {
-  if (flat == kNoIndex) {
-    j.null();
-  } else {
-    write_index(j, r.index_of(flat));
-  }
+Json flag_index_json(const OutputResult& r, unsigned long long flat) {
+  return flat == kNoIndex ? Json(nullptr) : index_json(r.index_of(flat));
 }
 
-void write_output(JsonWriter& j, const OutputResult& r) {
-  j.begin_object()
-      .field("name", r.name)
-      .field("stage", r.stage_name)
-      .field("kind", stage_kind_name(r.kind))
-      .field("split", r.split)
-      .field("page", r.tile)
-      .field("quantity", quantity_name(r.quantity))
-      .field("dtype", dtype_name(r.dtype))
-      .field("captured", r.present)
-      .field("capture_problem", r.capture_problem)
-      .field("verdict", r.passed() ? "pass" : "fail");
+Json flags_json(const OutputResult& r) {
   const FlagCounts& f = r.flags;
-  j.key("flags").begin_object()
-      .field("nan", static_cast<std::int64_t>(f.nan))
-      .field("pos_inf", static_cast<std::int64_t>(f.pos_inf))
-      .field("neg_inf", static_cast<std::int64_t>(f.neg_inf))
-      .field("subnormal", static_cast<std::int64_t>(f.subnormal))
-      .field("unwritten", static_cast<std::int64_t>(f.unwritten))
-      .field("foreign_poison", static_cast<std::int64_t>(f.foreign_poison))
-      .field("max_abs", static_cast<double>(f.max_abs()) * r.value_scale);
-  j.key("first_nan");
-  write_flag_index(j, r, f.first_nan);
-  j.key("first_inf");
-  write_flag_index(j, r, f.first_inf);
-  j.key("first_unwritten");
-  write_flag_index(j, r, f.first_unwritten);
-  j.end_object();
-  j.key("end_to_end");
-  if (r.compared) write_metrics(j, r.end_to_end); else j.null();
-  j.key("local");
-  if (r.compared) write_metrics(j, r.local); else j.null();
-  j.end_object();
+  Json j;
+  j["nan"] = static_cast<std::int64_t>(f.nan);
+  j["pos_inf"] = static_cast<std::int64_t>(f.pos_inf);
+  j["neg_inf"] = static_cast<std::int64_t>(f.neg_inf);
+  j["subnormal"] = static_cast<std::int64_t>(f.subnormal);
+  j["unwritten"] = static_cast<std::int64_t>(f.unwritten);
+  j["foreign_poison"] = static_cast<std::int64_t>(f.foreign_poison);
+  j["max_abs"] = json_number(static_cast<double>(f.max_abs()) * r.value_scale);
+  j["first_nan"] = flag_index_json(r, f.first_nan);
+  j["first_inf"] = flag_index_json(r, f.first_inf);
+  j["first_unwritten"] = flag_index_json(r, f.first_unwritten);
+  return j;
 }
 
-void write_divergence(JsonWriter& j, const std::optional<Divergence>& d) {
-  if (!d) {
-    j.null();
-    return;
-  }
-  j.begin_object()
-      .field("stage", d->stage)
-      .field("output", d->output)
-      .field("kind", d->kind)
-      .field("split", d->split)
-      .field("page", d->page);
-  j.key("index");
-  write_index(j, d->index);
-  j.field("cause", d->cause).field("evidence", d->evidence).field("stage_local", d->stage_local);
-  j.key("kernel");
-  if (d->kernel) j.value(*d->kernel); else j.null();
-  j.key("reference");
-  if (d->reference) j.value(*d->reference); else j.null();
-  j.key("bound");
-  if (d->bound) j.value(*d->bound); else j.null();
-  j.key("tight");
-  if (d->tight) j.value(*d->tight); else j.null();
-  j.key("row");
-  if (d->row) {
-    j.begin_object()
-        .field("max", d->row->row_max)
-        .field("sum", d->row->row_sum)
-        .field("attended", d->row->attended)
-        .field("keys", d->row->keys)
-        .field("masked", d->row->masked())
-        .end_object();
-  } else {
-    j.null();
-  }
-  j.end_object();
+Json output_json(const OutputResult& r) {
+  Json j;
+  j["name"] = r.name;
+  j["stage"] = r.stage_name;
+  j["kind"] = stage_kind_name(r.kind);
+  j["split"] = r.split;
+  j["page"] = r.tile;
+  j["quantity"] = quantity_name(r.quantity);
+  j["dtype"] = dtype_name(r.dtype);
+  j["captured"] = r.present;
+  j["capture_problem"] = r.capture_problem;
+  j["verdict"] = r.passed() ? "pass" : "fail";
+  j["flags"] = flags_json(r);
+  j["end_to_end"] = r.compared ? metrics_json(r.end_to_end) : Json(nullptr);
+  j["local"] = r.compared ? metrics_json(r.local) : Json(nullptr);
+  return j;
 }
 
-void write_case(JsonWriter& j, const CaseResult& c) {
-  const CaseDescription& d = c.description;
-  j.begin_object().field("impl", c.impl);
-  j.key("case").begin_object().field("label", d.label);
-  j.key("shape").begin_object()
-      .field("batch", d.shape.batch)
-      .field("heads", d.shape.heads)
-      .field("q_len", d.shape.q_len)
-      .field("kv_len", d.shape.kv_len)
-      .field("head_dim", d.shape.head_dim)
-      .end_object();
-  j.field("dtype", dtype_name(d.dtype)).field("mask", d.mask).field("dist", d.dist).key("seed");
-  if (d.seed) j.value(static_cast<std::int64_t>(*d.seed)); else j.null();
-  j.field("scale", d.scale).field("source", d.source).end_object();
-  j.field("algorithm", c.algorithm).field("coverage", c.coverage.empty() ? std::string("every row") : c.coverage).field("verdict", verdict_name(c.verdict)).field("reason", c.reason);
-  j.field("seconds", c.seconds);
-  j.key("stages").begin_array();
-  for (const OutputResult& r : c.outputs) write_output(j, r);
-  j.end_array();
-  j.key("first_divergence");
-  write_divergence(j, c.divergence);
-  j.key("descriptors").begin_array();
-  for (const DescriptorReport& d : c.descriptors) {
-    j.begin_object().field("stage", static_cast<std::int64_t>(d.stage)).field("launched", d.launched).key("record");
-    write_json(j, d.record);
-    j.key("findings");
-    write_json(j, d.findings);
-    j.end_object();
-  }
-  j.end_array();
-  j.end_object();
+Json row_json(const std::optional<RowContext>& row) {
+  if (!row) return nullptr;
+  return Json{{"max", json_number(row->row_max)},
+              {"sum", json_number(row->row_sum)},
+              {"attended", row->attended},
+              {"keys", row->keys},
+              {"masked", row->masked()}};
+}
+
+Json divergence_json(const std::optional<Divergence>& d) {
+  if (!d) return nullptr;
+  Json j;
+  j["stage"] = d->stage;
+  j["output"] = d->output;
+  j["kind"] = d->kind;
+  j["split"] = d->split;
+  j["page"] = d->page;
+  j["index"] = index_json(d->index);
+  j["cause"] = d->cause;
+  j["evidence"] = d->evidence;
+  j["stage_local"] = d->stage_local;
+  j["kernel"] = optional_number(d->kernel);
+  j["kernel_unwritten"] = d->kernel_unwritten;
+  j["reference"] = optional_number(d->reference);
+  j["bound"] = optional_number(d->bound);
+  j["tight"] = optional_number(d->tight);
+  j["row"] = row_json(d->row);
+  return j;
+}
+
+Json case_description_json(const CaseDescription& d) {
+  Json j;
+  j["label"] = d.label;
+  j["shape"] = Json{{"batch", d.shape.batch},
+                    {"heads", d.shape.heads},
+                    {"q_len", d.shape.q_len},
+                    {"kv_len", d.shape.kv_len},
+                    {"head_dim", d.shape.head_dim}};
+  j["dtype"] = dtype_name(d.dtype);
+  j["mask"] = d.mask;
+  j["dist"] = d.dist;
+  j["seed"] = d.seed ? Json(static_cast<std::int64_t>(*d.seed)) : Json(nullptr);
+  j["scale"] = json_number(d.scale);
+  j["source"] = d.source;
+  return j;
+}
+
+Json descriptor_report_json(const DescriptorReport& d) {
+  Json j;
+  j["stage"] = static_cast<std::int64_t>(d.stage);
+  j["launched"] = d.launched;
+  j["record"] = record_json(d.record);
+  j["findings"] = findings_json(d.findings);
+  return j;
+}
+
+Json case_json(const CaseResult& c) {
+  Json j;
+  j["impl"] = c.impl;
+  j["case"] = case_description_json(c.description);
+  j["algorithm"] = c.algorithm;
+  j["coverage"] = c.coverage.empty() ? std::string("every row") : c.coverage;
+  j["verdict"] = verdict_name(c.verdict);
+  j["reason"] = c.reason;
+  j["seconds"] = json_number(c.seconds);
+  j["stages"] = Json::array();
+  for (const OutputResult& r : c.outputs) j["stages"].push_back(output_json(r));
+  j["first_divergence"] = divergence_json(c.divergence);
+  j["descriptors"] = Json::array();
+  for (const DescriptorReport& d : c.descriptors) j["descriptors"].push_back(descriptor_report_json(d));
+  return j;
+}
+
+Json input_finding_json(const InputFinding& f) {
+  Json j;
+  j["cause"] = f.cause;
+  j["tensor"] = f.tensor;
+  j["index"] = f.index ? index_json(*f.index) : Json(nullptr);
+  j["detail"] = f.detail;
+  j["defect"] = f.defect;
+  return j;
 }
 
 }  // namespace
 
 void write_json_report(std::ostream& out, const RunInfo& info, const std::vector<CaseResult>& cases) {
-  JsonWriter j(out);
   std::map<std::string, std::int64_t> counts{{"pass", 0}, {"diverged", 0}, {"error", 0}, {"skipped", 0}};
   for (const CaseResult& c : cases) ++counts[verdict_name(c.verdict)];
-  j.begin_object()
-      .field("tool", "flashcore-check")
-      .field("version", info.version)
-      .field("json_schema", 3)
-      .field("command", info.command)
-      .field("device", info.device);
+  Json j;
+  j["tool"] = "flashcore-check";
+  j["version"] = info.version;
+  j["json_schema"] = 4;
+  j["command"] = info.command;
+  j["device"] = info.device;
   if (!info.input_findings.empty()) {
-    j.key("input_findings").begin_array();
-    for (const InputFinding& f : info.input_findings) {
-      j.begin_object().field("cause", f.cause).field("tensor", f.tensor).key("index");
-      if (f.index) write_index(j, *f.index); else j.null();
-      j.field("detail", f.detail).field("defect", f.defect).end_object();
-    }
-    j.end_array();
+    j["input_findings"] = Json::array();
+    for (const InputFinding& f : info.input_findings) j["input_findings"].push_back(input_finding_json(f));
   }
-  j.key("summary").begin_object();
-  for (const auto& [k, v] : counts) j.field(k, v);
-  j.end_object();
-  j.key("cases").begin_array();
-  for (const CaseResult& c : cases) write_case(j, c);
-  j.end_array();
-  j.end_object();
+  j["summary"] = Json::object();
+  for (const auto& [k, v] : counts) j["summary"][k] = v;
+  j["cases"] = Json::array();
+  for (const CaseResult& c : cases) j["cases"].push_back(case_json(c));
+  write_json_document(out, j);
 }
 
 }  // namespace fc

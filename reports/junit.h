@@ -20,8 +20,8 @@ struct JunitCase {
 // A test case from a judged case: failed on divergence, error on a failed run.
 JunitCase junit_case(const CaseResult& result, const std::string& classname, const std::string& name);
 
+// The document, through pugixml: escaping is its job, and characters XML 1.0 cannot hold
+// (control characters other than tab, newline, carriage return) are left out.
 void write_junit(std::ostream& out, const std::string& suite, const std::vector<JunitCase>& cases);
-
-std::string xml_escape(const std::string& s);
 
 }  // namespace fc

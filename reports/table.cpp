@@ -1,11 +1,14 @@
 #include "reports/table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <map>
 #include <sstream>
 #include <vector>
+
+#include "reports/terminal.h"
 
 namespace fc {
 namespace {
@@ -20,7 +23,7 @@ std::string sci(double x) {
 
 struct Row {
   std::string stage;
-  unsigned long long nan = 0, inf = 0, unwritten = 0;
+  unsigned long long nan = 0, inf = 0, masked = 0, unwritten = 0;
   double abs_err = 0, norm = 0, tight_norm = 0, local_norm = 0;
   long long over = 0;
   std::string first_bad = "-", verdict;
@@ -45,7 +48,10 @@ Row row_of(const std::vector<const OutputResult*>& group) {
   row.stage = range_name(*group.front(), *group.back());
   for (const OutputResult* r : group) {
     row.nan += r->flags.nan;
-    row.inf += r->flags.pos_inf + r->flags.neg_inf;
+    // A masked score is -inf by convention: counted apart from the infinities a stage computed.
+    const unsigned long long masked = r->compared ? static_cast<unsigned long long>(r->end_to_end.masked_neg_inf) : 0;
+    row.inf += r->flags.pos_inf + r->flags.neg_inf - std::min(masked, r->flags.neg_inf);
+    row.masked += masked;
     row.unwritten += r->flags.unwritten;
     if (r->compared) {
       row.abs_err = std::max(row.abs_err, r->end_to_end.max_abs_error);
@@ -81,43 +87,52 @@ std::string first_bad_text(const OutputResult& r) {
   return "-";
 }
 
-void write_case_table(std::ostream& out, const CaseResult& result) {
+void write_case_table(std::ostream& out, const CaseResult& result, bool colour) {
   out << result.impl << " | " << result.description.label << " | " << result.algorithm << "\n";
   if (!result.coverage.empty()) out << "  compared: " << result.coverage << "; flags cover every element\n";
   if (result.verdict == Verdict::error || result.verdict == Verdict::skipped) {
-    out << "  " << verdict_name(result.verdict) << ": " << result.reason << "\n\n";
+    out << "  " << painted_verdict(verdict_name(result.verdict), colour) << ": " << result.reason << "\n\n";
     return;
   }
-  // Passing outputs of the same kind collapse across tiles into one row, placed where the
-  // kind first appears; a failing output keeps a row of its own after its group's.
+  // Outputs of one kind are listed together, kinds in the order each first runs; within a
+  // kind, in the order they run: consecutive passing tiles collapse into one row, a failing
+  // tile has a row of its own.
   std::vector<std::string> order;
-  std::map<std::string, std::vector<const OutputResult*>> passing;
-  std::map<std::string, std::vector<const OutputResult*>> failing;
+  std::map<std::string, std::vector<const OutputResult*>> groups;
   for (const OutputResult& r : result.outputs) {
     const std::string g = group_of(r);
-    if (passing.count(g) == 0 && failing.count(g) == 0) order.push_back(g);
-    (r.passed() ? passing[g] : failing[g]).push_back(&r);
+    if (groups.count(g) == 0) order.push_back(g);
+    groups[g].push_back(&r);
   }
   std::vector<Row> rows;
   for (const std::string& g : order) {
-    if (!passing[g].empty()) rows.push_back(row_of(passing[g]));
-    for (const OutputResult* r : failing[g]) rows.push_back(row_of({r}));
+    std::vector<const OutputResult*> passing;
+    for (const OutputResult* r : groups[g]) {
+      if (r->passed()) {
+        passing.push_back(r);
+        continue;
+      }
+      if (!passing.empty()) rows.push_back(row_of(passing));
+      passing.clear();
+      rows.push_back(row_of({r}));
+    }
+    if (!passing.empty()) rows.push_back(row_of(passing));
   }
 
   std::size_t width = 5;
   for (const Row& r : rows) width = std::max(width, r.stage.size());
   out << "  " << std::left << std::setw(static_cast<int>(width)) << "stage" << std::right << std::setw(7) << "NaN"
-      << std::setw(9) << "Inf" << std::setw(10) << "unwritten" << std::setw(12) << "max abs err" << std::setw(11)
-      << "err/bound" << std::setw(11) << "err/tight" << std::setw(9) << "local" << std::setw(8) << "over" << "  "
-      << std::left << std::setw(18) << "first bad" << "verdict\n";
+      << std::setw(9) << "Inf" << std::setw(9) << "masked" << std::setw(10) << "unwritten" << std::setw(12)
+      << "max abs err" << std::setw(11) << "err/bound" << std::setw(11) << "err/tight" << std::setw(9) << "local"
+      << std::setw(8) << "over" << "  " << std::left << std::setw(18) << "first bad" << "verdict\n";
   for (const Row& r : rows) {
     out << "  " << std::left << std::setw(static_cast<int>(width)) << r.stage << std::right << std::setw(7) << r.nan
-        << std::setw(9) << r.inf << std::setw(10) << r.unwritten << std::setw(12) << sci(r.abs_err) << std::setw(11)
-        << sci(r.norm) << std::setw(11) << sci(r.tight_norm) << std::setw(9) << sci(r.local_norm) << std::setw(8)
-        << r.over << "  " << std::left
-        << std::setw(18) << r.first_bad << r.verdict << "\n";
+        << std::setw(9) << r.inf << std::setw(9) << r.masked << std::setw(10) << r.unwritten << std::setw(12)
+        << sci(r.abs_err) << std::setw(11) << sci(r.norm) << std::setw(11) << sci(r.tight_norm) << std::setw(9)
+        << sci(r.local_norm) << std::setw(8) << r.over << "  " << std::left << std::setw(18) << r.first_bad
+        << painted_verdict(r.verdict, colour) << "\n";
   }
-  out << "  verdict: " << verdict_name(result.verdict);
+  out << "  verdict: " << painted_verdict(verdict_name(result.verdict), colour);
   if (!result.reason.empty()) out << " (" << result.reason << ")";
   out << "\n";
   if (result.divergence) write_pinpoint(out, *result.divergence);
@@ -128,11 +143,14 @@ void write_pinpoint(std::ostream& out, const Divergence& d) {
   out << "  first divergence: " << d.output << " (" << d.kind;
   if (d.split >= 0) out << ", split " << d.split;
   if (d.page >= 0) out << ", page " << d.page;
-  out << ") at (b,h,row,col) " << index_string(d.index) << "\n";
+  out << ")";
+  if (d.index.b >= 0) out << " at (b,h,row,col) " << index_string(d.index);
+  out << "\n";
   out << "    cause:    " << d.cause << "\n";
   out << "    evidence: " << d.evidence << "\n";
   if (d.kernel) {
-    out << "    kernel " << sci(*d.kernel) << "  reference " << sci(*d.reference) << "  bound " << sci(*d.bound);
+    out << "    kernel " << (d.kernel_unwritten ? "unwritten (its buffer's poison)" : sci(*d.kernel)) << "  reference "
+        << sci(*d.reference) << "  bound " << sci(*d.bound);
     if (d.tight) out << "  tight " << sci(*d.tight);
     out << "  ("
         << (d.stage_local ? "stage-local" : "end-to-end") << " comparison)\n";
@@ -145,7 +163,10 @@ void write_pinpoint(std::ostream& out, const Divergence& d) {
 
 std::string outcome_text(const CaseResult& r) {
   std::string s = verdict_name(r.verdict);
-  if (r.divergence) s += " at " + r.divergence->output + " " + index_string(r.divergence->index) + " (" + r.divergence->cause + ")";
+  if (r.divergence) {
+    const Divergence& d = *r.divergence;  // a lint finding before launch names no element
+    s += " at " + d.output + (d.index.b >= 0 ? " " + index_string(d.index) : std::string()) + " (" + d.cause + ")";
+  }
   if (!r.reason.empty()) s += " (" + r.reason + ")";
   return s;
 }

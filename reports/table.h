@@ -1,13 +1,13 @@
 #pragma once
 // The terminal report of one case: a table of the stage outputs in execution order and,
-// under it, the pinpoint of the first divergence.
+// under it, the pinpoint of the first divergence. `colour`: verdict words in colour.
 #include <ostream>
 
 #include "reports/case_result.h"
 
 namespace fc {
 
-void write_case_table(std::ostream& out, const CaseResult& result);
+void write_case_table(std::ostream& out, const CaseResult& result, bool colour = false);
 void write_pinpoint(std::ostream& out, const Divergence& d);
 std::string index_string(const Index4& i);  // "(1,0,200,3)", col "-" for row quantities
 // The first bad element of a failing output as the table prints it ("-" when it passes).

@@ -137,7 +137,8 @@ def run_backends(args, torch, out_dir):
 
 
 def finite(x):
-    return float("inf") if isinstance(x, str) else x
+    # A non-finite number is {"nonfinite": "nan"|"inf"|"-inf"} (docs/json-output.md): count it as inf.
+    return float("inf") if isinstance(x, dict) else x
 
 
 def summarize(report, stats, backends):

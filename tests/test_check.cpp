@@ -274,6 +274,8 @@ TEST_CASE("check on the command line: exit 0, 1 and 2, pairs of files, folders j
   CHECK(o.out.find("3 captures: 2 pass, 1 diverged, 0 error") != std::string::npos);
   const std::size_t first = o.out.find("a.npz"), second = o.out.find("b.npz"), third = o.out.find("c.npz");
   CHECK((first < second && second < third && third != std::string::npos));
+  o = cli("check " + (dir.path / "many").string() + " --quiet", dir.path);
+  CHECK(o.out == "3 captures: 2 pass, 1 diverged, 0 error\n");  // --quiet: the summary line alone
   std::ifstream in(json);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("\"diverged\": 1") != std::string::npos);

@@ -10,7 +10,7 @@
 
 #include "catch.h"
 #include "core/error.h"
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "stages/cublaslt/descriptor_dump.h"
 #include "stages/cublaslt/descriptor_json.h"
 #include "stages/cublaslt/lint.h"
@@ -333,10 +333,7 @@ TEST_CASE("a failed Get is a set-status finding, and the dump and JSON show the 
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].message == "layout B: LD read back failed, status 7 (CUBLAS_STATUS_INVALID_VALUE)");
   CHECK(layout_line(r.b) == "B: CUDA_R_16F COL rows 64 cols 32 ld <get failed: CUBLAS_STATUS_INVALID_VALUE> batch 256 stride 2048");
-  std::ostringstream out;
-  JsonWriter json(out);
-  write_json(json, r);
-  CHECK(contains(out.str(), "\"ld\": null"));
+  CHECK(contains(json_text(record_json(r)), "\"ld\": null"));
 }
 
 TEST_CASE("moving a cuBLASLt owner transfers the object and leaves the source empty", "[lint]") {
@@ -354,15 +351,7 @@ TEST_CASE("the JSON of a record and its findings is well formed", "[lint]") {
   const QkDescriptors qk(BatchPath::seed_raw_int);
   cublasLtMatmulHeuristicResult_t heuristic{};
   const MatmulRecord r = qk.record(&heuristic.algo, &heuristic);
-  std::ostringstream out;
-  JsonWriter json(out);
-  json.begin_object();
-  json.key("record");
-  write_json(json, r);
-  json.key("findings");
-  write_json(json, lint(r, qk_context()));
-  json.end_object();
-  const std::string text = out.str();
+  const std::string text = json_text(Json{{"record", record_json(r)}, {"findings", findings_json(lint(r, qk_context()))}});
   INFO(text);
   CHECK(contains(text, "\"strided_batch_offset\": 8192"));
   CHECK(contains(text, "\"compute_type\": \"CUBLAS_COMPUTE_32F\""));

@@ -2,9 +2,11 @@
 // matrix on the CPU implementations (the GPU ones are in tests/gpu/test_faults_gpu.cpp).
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "catch.h"
 #include "harness/faults/matrix.h"
+#include "harness/faults/matrix_table.h"
 #include "kernels/implementation.h"
 #include "support/matrix_checks.h"
 
@@ -38,6 +40,49 @@ TEST_CASE("the CPU fault matrix finds every fault at its stage, element and caus
 
 TEST_CASE("a sweep of clean random cases through the CPU implementations raises no alarm", "[faults]") {
   test::check_clean_sweep(60, false);
+}
+
+TEST_CASE("the faults table sizes each column to its longest entry", "[faults]") {
+  // A production output's name is long; "expected" and "found" once had fixed widths it overran.
+  const auto cell = [](const std::string& fault, const std::string& impl, const std::string& output,
+                       const std::string& cause) {
+    MatrixCell c;
+    c.fault = fault;
+    c.impl = impl;
+    c.expected.output = output;
+    c.expected.index = Index4{0, 0, 0, 0};
+    c.expected.cause = cause;
+    c.clean.verdict = Verdict::pass;
+    c.faulty.verdict = Verdict::diverged;
+    Divergence d;
+    d.output = output;
+    d.index = Index4{0, 0, 0, 0};
+    d.cause = cause;
+    c.faulty.divergence = d;
+    c.stage_ok = c.index_ok = c.cause_ok = true;
+    return c;
+  };
+  const std::vector<MatrixCell> cells = {
+      cell("masked-row-nan", "cpu-emulated", "softmax", "fully-masked-row"),
+      cell("production-only-drop", "wmma-fused", "normalize (production)", "trace-build-mismatch")};
+  std::ostringstream out;
+  write_matrix_table(out, cells, false);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 3);
+  INFO(out.str());
+  // Every column starts where its header does, two spaces after the widest entry before it.
+  for (const char* header : {"implementation", "expected", "found", "clean", "result"}) {
+    const std::size_t at = lines[0].find(header);
+    REQUIRE(at != std::string::npos);
+    for (const std::string& line : lines) {
+      CHECK(line.substr(at - 2, 2) == "  ");
+      CHECK(line[at] != ' ');
+    }
+  }
+  CHECK(lines[2].find("normalize (production) (0,0,0,0) trace-build-mismatch  normalize (production) (0,0,0,0) "
+                      "trace-build-mismatch  pass   ok") != std::string::npos);
 }
 
 }  // namespace fc

@@ -115,7 +115,7 @@ constexpr std::uint32_t kLocal = 0x04034b50, kCentral = 0x02014b50;
 // Offsets inside ZIP records (APPNOTE 4.3.7 and 4.3.12).
 constexpr std::size_t kCentralFlags = 8, kCentralMethod = 10, kCentralCrc = 16, kCentralSize = 24,
                       kCentralNameLength = 28, kCentralLocalOffset = 42, kCentralName = 46;
-constexpr std::size_t kLocalMethod = 8, kLocalName = 30;
+constexpr std::size_t kLocalMethod = 8, kLocalSize = 22, kLocalName = 30;
 
 // A .npy image with the given header dict (newline added) and raw data bytes.
 Bytes npy_image(const std::string& dict, const Bytes& data, int major = 1) {
@@ -436,17 +436,18 @@ TEST_CASE("A damaged central directory is rejected", "[npz]") {
   Bytes bad = good;
   bad[central] ^= 0x01;
   write_bytes(path, bad);
-  CHECK(read_error(path).find("bad central directory entry signature") != std::string::npos);
+  CHECK(starts_with(read_error(path), path + ": not a .npz archive (libzip: "));
 
+  // libzip checks every local header against the central directory (ZIP_CHECKCONS).
   bad = good;
   bad[central + kCentralName] ^= 0x20;  // "a.npy" -> "A.npy"
   write_bytes(path, bad);
-  CHECK(read_error(path).find("local header name does not match") != std::string::npos);
+  CHECK(starts_with(read_error(path), path + ": damaged .npz archive (libzip: "));
 
   bad = good;
   bad[central + kCentralCrc] ^= 0x01;
   write_bytes(path, bad);
-  CHECK(read_error(path).find("CRC-32 mismatch") != std::string::npos);
+  CHECK(starts_with(read_error(path), path + ": damaged .npz archive (libzip: "));
 
   bad = good;
   bad[central + kCentralLocalOffset] ^= 0x04;
@@ -463,13 +464,12 @@ TEST_CASE("A damaged local header is rejected", "[npz]") {
   Bytes bad = good;
   bad[local + 1] ^= 0xff;
   write_bytes(path, bad);
-  CHECK(read_error(path) == path + ": a.npy: bad local header signature");
+  CHECK(starts_with(read_error(path), path + ": not a .npz archive (libzip: "));
 
   bad = good;
   bad[local + kLocalName] = 'z';
   write_bytes(path, bad);
-  CHECK(read_error(path) ==
-        path + ": a.npy: local header name does not match the central directory");
+  CHECK(starts_with(read_error(path), path + ": damaged .npz archive (libzip: "));
 }
 
 TEST_CASE("Damaged array data fails the CRC check", "[npz]") {
@@ -504,7 +504,12 @@ TEST_CASE("A recorded size that disagrees with the .npy header is rejected befor
   TempDir dir;
   Bytes bad = read_bytes(fixture("compressed.npz"));
   const std::size_t central = find_signature(bad, kCentral).at(0);
+  const std::size_t local = find_signature(bad, kLocal).at(0);
+  // The same size in the central directory and the local header's ZIP64 field, so that
+  // the archive is consistent and only the .npy header can tell.
   store32(bad, central + kCentralSize, 0xfffffff0u);
+  store32(bad, local + kLocalSize, 0xfffffff0u);
+  store64(bad, local + kLocalName + std::strlen("f16.npy") + 4, 0xfffffff0u);
   const std::string path = dir.file("bad.npz");
   write_bytes(path, bad);
   CHECK(read_error(path).find("does not match") != std::string::npos);
@@ -514,9 +519,12 @@ TEST_CASE("Sizes over 64 GiB are refused", "[npz]") {
   TempDir dir;
   Bytes bad = read_bytes(fixture("zip64.npz"));
   const std::size_t central = find_signature(bad, kCentral).at(0);
-  const std::size_t extra = central + kCentralName + std::strlen("z.npy");
-  store64(bad, extra + 4, std::uint64_t{1} << 40);   // uncompressed size
-  store64(bad, extra + 12, std::uint64_t{1} << 40);  // compressed size
+  const std::size_t local = find_signature(bad, kLocal).at(0);
+  // "z.npy" made a deflated entry of 1 TiB in both headers: consistent, so only the limit refuses it.
+  store16(bad, central + kCentralMethod, 8);
+  store16(bad, local + kLocalMethod, 8);
+  store64(bad, central + kCentralName + std::strlen("z.npy") + 4, std::uint64_t{1} << 40);  // uncompressed size
+  store64(bad, local + kLocalName + std::strlen("z.npy") + 4, std::uint64_t{1} << 40);
   const std::string path = dir.file("bad.npz");
   write_bytes(path, bad);
   CHECK(read_error(path).find("over the 64 GiB limit") != std::string::npos);
@@ -541,7 +549,7 @@ TEST_CASE("Encrypted entries and unknown compression methods are refused", "[npz
   CHECK(starts_with(read_error(path), path + ": a.npy: unsupported ZIP compression method 12"));
 }
 
-TEST_CASE("Entries that share their bytes are refused", "[npz]") {
+TEST_CASE("Entries that share their bytes and their name are refused", "[npz]") {
   TempDir dir;
   Bytes bad = small_archive(dir);
   const std::vector<std::size_t> central = find_signature(bad, kCentral);
@@ -551,7 +559,7 @@ TEST_CASE("Entries that share their bytes are refused", "[npz]") {
   store32(bad, central[1] + kCentralLocalOffset, load32(bad, central[0] + kCentralLocalOffset));
   const std::string path = dir.file("bad.npz");
   write_bytes(path, bad);
-  CHECK(read_error(path).find("overlap") != std::string::npos);
+  CHECK(starts_with(read_error(path), path + ": damaged .npz archive (libzip: "));
 }
 
 TEST_CASE("A ZIP comment that contains an end-record signature does not mislead the reader",

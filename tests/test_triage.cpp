@@ -93,7 +93,7 @@ TEST_CASE("fp32 inputs past the kernels' format are found for that format, not f
   const std::vector<InputFinding> fp16 = find_input_problems(in, DType::f16);
   const auto found = std::find_if(fp16.begin(), fp16.end(), [](const InputFinding& f) { return f.cause == "conversion-overflow"; });
   REQUIRE(found != fp16.end());
-  CHECK(found->detail == "v holds 1 fp32 values past the fp16 range, the first at b=0 h=0 row 0 col 7: they become Inf in fp16");
+  CHECK(found->detail == "v holds 1 fp32 value past the fp16 range, the first at b=0 h=0 row 0 col 7: they become Inf in fp16");
   CHECK(found->tensor == "v");
   CHECK(found->index == Index4{0, 0, 0, 7});
   CHECK_FALSE(has(find_input_problems(in, DType::bf16), "conversion-overflow"));

@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "core/error.h"
 #include "harness/check/arithmetic_spec.h"
@@ -13,6 +15,67 @@
 
 namespace fc {
 namespace {
+
+constexpr std::size_t kHelpWidth = 100;  // no line of --help is longer
+constexpr std::size_t kHelpNameColumn = 30;
+
+// `text` broken at spaces into lines of at most `width` (a longer word keeps its own line).
+std::string wrapped(const std::string& text, std::size_t width) {
+  std::string out, line;
+  std::istringstream paragraphs(text);
+  for (std::string paragraph; std::getline(paragraphs, paragraph);) {
+    if (!out.empty() || !line.empty()) out += line + "\n";
+    line.clear();
+    std::istringstream words(paragraph);
+    for (std::string word; words >> word;) {
+      if (!line.empty() && line.size() + 1 + word.size() > width) {
+        out += line + "\n";
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + word;
+    }
+  }
+  return out + line;
+}
+
+// CLI11's help with every description wrapped to kHelpWidth (CLI11 indents after a newline).
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  WrappingFormatter() { column_width(kHelpNameColumn); }
+  std::string make_option_desc(const CLI::Option* option) const override {
+    return wrapped(CLI::Formatter::make_option_desc(option), kHelpWidth - kHelpNameColumn);
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(), wrapped(sub->get_description(), kHelpWidth - kHelpNameColumn),
+                             kHelpNameColumn);
+    return out.str();
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string text = CLI::Formatter::make_description(app);
+    return text.empty() ? text : wrapped(text, kHelpWidth) + "\n";
+  }
+};
+
+// A positional file or folder argument that is missing: one line naming it, before any work.
+void require_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw file_error(path, "no such file");
+  if (std::filesystem::is_directory(path, ec)) throw file_error(path, "is a folder, not a file");
+}
+void require_path(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw file_error(path, "no such file or folder");
+}
+void require_folder(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw file_error(path, "no such folder");
+  if (!std::filesystem::is_directory(path, ec)) throw file_error(path, "is not a folder");
+}
+
+void add_quiet_flag(CLI::App& app, bool& quiet) {
+  app.add_flag("--quiet", quiet, "print only the summary line")->group("Output");
+}
 
 std::string joined(int argc, char** argv) {
   std::string s;
@@ -67,6 +130,7 @@ int run_cli(int argc, char** argv) {
       "numbers first go wrong.\n\nExit codes: 0 all cases pass, 1 a divergence was found, 2 usage, input or "
       "environment error.",
       "flashcore-check"};
+  app.formatter(std::make_shared<WrappingFormatter>());
   app.require_subcommand(0, 1);
 
   TraceCommand trace;
@@ -88,7 +152,8 @@ int run_cli(int argc, char** argv) {
       ->group("Judging");
   add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
-                 "write each case to an HDF5 snapshot (FILE, or FILE's stem + .IMPL.N.h5 for several)")
+                 "write an HDF5 snapshot for `replay`: FILE holds one case, the first that diverged (else the "
+                 "first); an existing folder gets every case as IMPL.N.h5")
       ->group("Output");
   app.add_option("--snapshot-stages", trace.snapshot_stages,
                  "store only these stage tensors (names or kinds: pv, softmax[0], normalize)")
@@ -97,14 +162,14 @@ int run_cli(int argc, char** argv) {
   app.add_flag("--dump-descriptors", trace.dump_descriptors,
                "print every cuBLASLt call's descriptors, read back from cuBLASLt, and its lint findings")
       ->group("Output");
+  add_quiet_flag(app, trace.quiet);
 
   ReferenceCommand reference;
   reference.command_line = trace.command_line;
   CLI::App* ref = app.add_subcommand(
       "reference", "compute every reference stage of a bug report (PyTorch SDPA form, .npz) in FP64 into HDF5");
   ref->add_option("input", reference.input, "the report: q, k, v [B,H,S,D], optional attn_mask, scale, is_causal")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   ref->add_option("--out", reference.out, "HDF5 file to write (docs/snapshot-format.md)")->required();
   ref->add_option("--page-width", reference.page_width, "also write the online-softmax quantities per page of this width");
   ref->add_option("--splits", reference.splits, "also write the split-KV partials and their combine");
@@ -117,23 +182,25 @@ int run_cli(int argc, char** argv) {
       "check", "judge a kernel's captured outputs (out, lse, intermediates) against the FP64 reference under the "
                "bounds of its arithmetic: INPUTS [OUTPUT], or several captures or folders of them, in parallel");
   check_cmd->add_option("files", check.paths, "captures (.npz or .h5: q, k, v and out, lse, ...; docs/check.md)")
-      ->required()
-      ->check(CLI::ExistingPath);
+      ->required();
   check_cmd->add_option("--arithmetic", check.arithmetic, "how the kernel computes: " + arithmetic_help());
   add_report_options(*check_cmd, check.reports, "capture");
+  add_quiet_flag(*check_cmd, check.quiet);
 
   ReplayCommand replay;
   replay.command_line = trace.command_line;
   CLI::App* replay_cmd = app.add_subcommand(
       "replay", "recompute the references and comparisons of a snapshot on the CPU and report as the live run did");
-  replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required()->check(CLI::ExistingFile);
+  replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required();
   add_report_options(*replay_cmd, replay.reports, "snapshot");
   add_bound_option(*replay_cmd, replay.judge);
+  add_quiet_flag(*replay_cmd, replay.quiet);
 
   DiffCommand diff;
   CLI::App* diff_cmd = app.add_subcommand("diff", "compare two snapshots of the same case stage by stage");
-  diff_cmd->add_option("a", diff.a, "the snapshot before")->required()->check(CLI::ExistingFile);
-  diff_cmd->add_option("b", diff.b, "the snapshot after")->required()->check(CLI::ExistingFile);
+  diff_cmd->add_option("a", diff.a, "the snapshot before")->required();
+  diff_cmd->add_option("b", diff.b, "the snapshot after")->required();
+  add_quiet_flag(*diff_cmd, diff.quiet);
 
   FaultsCommand faults;
   faults.command_line = trace.command_line;
@@ -149,13 +216,14 @@ int run_cli(int argc, char** argv) {
   faults_cmd->add_option("--snapshots", faults.snapshots, "write each faulty run as a fixture into DIR")
       ->check(CLI::ExistingDirectory);
   add_report_options(*faults_cmd, faults.reports, "fault and implementation");
+  add_quiet_flag(*faults_cmd, faults.quiet);
 
   TriageCommand triage;
   triage.command_line = trace.command_line;
   CLI::App* triage_cmd = app.add_subcommand(
       "triage", "a NaN bug report (.npz in PyTorch SDPA form, or .h5): input findings, the first bad stage of each "
                 "implementation with its cause, and --minimize");
-  triage_cmd->add_option("report", triage.report, "the report")->required()->check(CLI::ExistingFile);
+  triage_cmd->add_option("report", triage.report, "the report")->required();
   triage_cmd->add_option("--impl", triage.impls, "only these implementations");
   triage_cmd->add_option("--dtype", triage.dtype, "fp16 or bf16: what fp32 inputs are rounded to for the kernels")
       ->check(CLI::IsMember({"fp16", "bf16"}));
@@ -166,13 +234,15 @@ int run_cli(int argc, char** argv) {
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
   add_report_options(*triage_cmd, triage.reports, "implementation");
   add_bound_option(*triage_cmd, triage.judge);
+  add_quiet_flag(*triage_cmd, triage.quiet);
 
   FixturesCommand fixtures;
   fixtures.command_line = trace.command_line;
   CLI::App* fixtures_cmd = app.add_subcommand(
       "fixtures", "check every regression fixture: integrity, reference, replayed verdict; with a GPU, live runs");
-  fixtures_cmd->add_option("dir", fixtures.dir, "the fixtures folder (default: fixtures)")->check(CLI::ExistingDirectory);
+  fixtures_cmd->add_option("dir", fixtures.dir, "the fixtures folder (default: fixtures)");
   add_report_options(*fixtures_cmd, fixtures.reports, "fixture and check");
+  add_quiet_flag(*fixtures_cmd, fixtures.quiet);
   fixtures_cmd->add_flag("--write-manifest", fixtures.write_manifest, "rewrite DIR/MANIFEST from the fixtures");
 
   DescribeCommand describe;
@@ -243,6 +313,20 @@ int run_cli(int argc, char** argv) {
   }
 
   try {
+    if (ref->parsed()) require_file(reference.input);
+    if (replay_cmd->parsed()) require_file(replay.file);
+    if (diff_cmd->parsed()) {
+      require_file(diff.a);
+      require_file(diff.b);
+    }
+    if (triage_cmd->parsed()) require_file(triage.report);
+    if (check_cmd->parsed()) {
+      for (const std::string& path : check.paths) require_path(path);
+    }
+    if (fixtures_cmd->parsed()) {
+      if (fixtures.dir.empty()) fixtures.dir = "fixtures";
+      require_folder(fixtures.dir);
+    }
     load_plugins(plugins);
     if (ref->parsed()) return run_reference(reference);
     if (list->parsed()) return run_list();
@@ -252,10 +336,7 @@ int run_cli(int argc, char** argv) {
     if (diff_cmd->parsed()) return run_diff(diff);
     if (faults_cmd->parsed()) return run_faults(faults);
     if (triage_cmd->parsed()) return run_triage(triage);
-    if (fixtures_cmd->parsed()) {
-      if (fixtures.dir.empty()) fixtures.dir = "fixtures";
-      return run_fixtures(fixtures);
-    }
+    if (fixtures_cmd->parsed()) return run_fixtures(fixtures);
     if (bench_cmd->parsed()) return run_bench(bench);
     if (sensitivity_cmd->parsed()) return run_sensitivity(sensitivity);
     if (version->parsed()) return run_version();

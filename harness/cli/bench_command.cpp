@@ -29,6 +29,7 @@
 #include "kernels/common/device_inputs.h"
 #include "kernels/implementation.h"
 #include "reference/attention.h"
+#include "reports/progress.h"
 #include "stages/device_info.h"
 #include "stages/device_kernels.h"
 
@@ -241,41 +242,56 @@ int run_bench(const BenchCommand& command) {
     if (!impl->on_gpu() && !command.impls.empty()) throw Error("bench: " + impl->name() + " is a CPU implementation");
     if (impl->on_gpu()) impls.push_back(std::move(impl));
   }
-  std::vector<Line> lines = bench_reference(command.quick);
-  const DeviceInfo device = device_info();
-  if (!device.available) {
-    std::printf("no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
-    print_table(lines);
-    return kExitPass;
-  }
-  std::printf("device: %s\n", device.describe().c_str());
-  CudaStream stream;
-  for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
-
   std::vector<Shape> shapes;
   for (const std::string& s : command.shapes) shapes.push_back(parse_shape(s));
   if (shapes.empty() && command.quick) shapes = {{2, 4, 512, 512, 64}};
   if (shapes.empty()) shapes = {{16, 16, 2048, 2048, 64}, {16, 16, 4096, 4096, 64}, {4, 16, 4096, 4096, 128}};
   const std::vector<std::string> masks = command.masks.empty() ? std::vector<std::string>{"none", "causal"} : command.masks;
-  bool judged_ok = true;
-  std::vector<std::string> judged;
+  for (const std::string& mask : masks) {
+    if (mask != "none" && mask != "causal") throw Error("--mask '" + mask + "': bench times none or causal");
+  }
+  const DeviceInfo device = device_info();
+  if (!device.available) std::fprintf(stderr, "no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
+  if (device.available) std::printf("device: %s\n", device.describe().c_str());
+
+  // Each implementation judged once per head dim and mask before it is timed.
+  std::vector<std::pair<Implementation*, std::pair<std::int64_t, std::string>>> to_judge;
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {
-        const std::string key = impl->name() + " " + std::to_string(shape.head_dim) + " " + mask;
-        if (std::find(judged.begin(), judged.end(), key) != judged.end()) continue;
-        judged.push_back(key);
-        judged_ok = judge_before_timing(*impl, shape.head_dim, mask) && judged_ok;
+        const auto what = std::make_pair(impl.get(), std::make_pair(shape.head_dim, mask));
+        if (std::find(to_judge.begin(), to_judge.end(), what) == to_judge.end()) to_judge.push_back(what);
       }
     }
+  }
+  // The reference, the flag kernel, the judging, then every implementation on every shape and mask.
+  const std::int64_t timed = static_cast<std::int64_t>(shapes.size() * masks.size() * impls.size());
+  Progress progress("bench", 1 + (device.available ? 1 + static_cast<std::int64_t>(to_judge.size()) + timed : 0));
+  std::vector<Line> lines = bench_reference(command.quick);
+  progress.advance();
+  if (!device.available) {
+    progress.clear();
+    print_table(lines);
+    return kExitPass;
+  }
+  CudaStream stream;
+  for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
+  progress.advance();
+  bool judged_ok = true;
+  for (const auto& [impl, what] : to_judge) {
+    progress.clear();  // judge_before_timing prints a line
+    judged_ok = judge_before_timing(*impl, what.first, what.second) && judged_ok;
+    progress.advance();
   }
   for (const Shape& shape : shapes) {
     for (const std::string& mask : masks) {
       for (auto& impl : impls) {
         for (const Line& l : bench_implementation(*impl, shape, mask, sdpa, stream.get())) lines.push_back(l);
+        progress.advance();
       }
     }
   }
+  progress.clear();
   print_table(lines);
   return judged_ok ? kExitPass : kExitDiverged;
 }

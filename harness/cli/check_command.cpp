@@ -16,6 +16,7 @@
 #include "harness/cli/commands.h"
 #include "harness/trace/judge.h"
 #include "reports/table.h"
+#include "reports/terminal.h"
 
 namespace fc {
 namespace {
@@ -81,6 +82,7 @@ CaptureFile load(const Unit& unit) {
 int run_check(const CheckCommand& command) {
   const ArithmeticSpec spec = command.arithmetic.empty() ? ArithmeticSpec{} : parse_arithmetic(command.arithmetic);
   const std::vector<Unit> units = pair_files(expand(command.paths));
+  check_report_files(command.reports);
   std::vector<CaseResult> results(units.size());
   std::mutex reading;  // HDF5 is not thread-safe: one file read at a time
   std::atomic<bool> failed{false};
@@ -106,8 +108,10 @@ int run_check(const CheckCommand& command) {
   }
 
   int counts[4] = {0, 0, 0, 0};
+  std::ostream& out = detail_stream(command.quiet);
+  const bool colour = colour_stdout();
   for (const CaseResult& r : results) {
-    write_case_table(std::cout, r);
+    write_case_table(out, r, colour);
     ++counts[static_cast<int>(r.verdict)];
   }
   std::cout << units.size() << (units.size() == 1 ? " capture: " : " captures: ") << counts[0] << " pass, " << counts[1]

@@ -27,6 +27,7 @@ struct TraceCommand {
   bool fixture = false;                      // write fixtures rather than snapshots
   JudgeOptions judge;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_trace(const TraceCommand& command);
 
@@ -35,11 +36,13 @@ struct ReplayCommand {
   ReportFiles reports;
   JudgeOptions judge;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_replay(const ReplayCommand& command);
 
 struct DiffCommand {
   std::string a, b;
+  bool quiet = false;  // only the summary line
 };
 int run_diff(const DiffCommand& command);
 
@@ -48,6 +51,7 @@ struct FixturesCommand {
   ReportFiles reports;
   bool write_manifest = false;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_fixtures(const FixturesCommand& command);
 
@@ -58,6 +62,7 @@ struct FaultsCommand {
   std::string snapshots;  // write each faulty run as a fixture into this folder
   ReportFiles reports;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_faults(const FaultsCommand& command);
 
@@ -70,6 +75,7 @@ struct TriageCommand {
   ReportFiles reports;
   JudgeOptions judge;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_triage(const TriageCommand& command);
 
@@ -89,6 +95,7 @@ struct CheckCommand {
   std::string arithmetic;          // --arithmetic (harness/check/arithmetic_spec.h)
   ReportFiles reports;
   std::string command_line;
+  bool quiet = false;  // only the summary line
 };
 int run_check(const CheckCommand& command);
 

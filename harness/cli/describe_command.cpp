@@ -35,23 +35,28 @@ void write_stage_graph(std::ostream& out, const StageGraph& graph) {
 }  // namespace
 
 int run_describe(const DescribeCommand& command) {
-  std::unique_ptr<Implementation> impl = std::move(select_implementations({command.impl}).front());
-  impl->inject(command.inject);
-  for (const CaseSpec& spec : plan_cases(command.plan)) {
+  std::vector<std::unique_ptr<Implementation>> chosen = select_implementations({command.impl});
+  if (!command.inject.empty()) chosen = with_fault(std::move(chosen), command.inject);
+  Implementation& impl = *chosen.front();
+  const std::vector<CaseSpec> cases = plan_cases(command.plan);
+  int stopped = 0;  // calls lint kept from launching: what --trace reports as a divergence
+  for (const CaseSpec& spec : cases) {
     const Problem problem = make_problem(spec);  // descriptors need no tensor values
-    std::cout << impl->name() << " | " << spec.label() << "\n";
-    if (const std::optional<std::string> why = impl->unsupported(problem)) {
+    std::cout << impl.name() << " | " << spec.label() << "\n";
+    if (const std::optional<std::string> why = impl.unsupported(problem)) {
       std::cout << "  not run on this case: " << *why << "\n\n";
       continue;
     }
-    const StageGraph graph = impl->stage_graph(problem);
+    const StageGraph graph = impl.stage_graph(problem);
     write_stage_graph(std::cout, graph);
-    const std::vector<DescriptorReport> reports = impl->describe(problem);
-    if (reports.empty()) std::cout << "  " << impl->name() << " makes no cuBLASLt calls\n";
+    const std::vector<DescriptorReport> reports = impl.describe(problem);
+    if (reports.empty()) std::cout << "  " << impl.name() << " makes no cuBLASLt calls\n";
     write_descriptors(std::cout, &graph, reports);
     std::cout << "\n";
+    for (const DescriptorReport& r : reports) stopped += r.findings.empty() ? 0 : 1;  // as kernels/common/lt_gemm.cpp decides
   }
-  return kExitPass;
+  if (stopped > 0) std::cout << stopped << " cuBLASLt call" << (stopped == 1 ? "" : "s") << " stopped by lint before launch\n";
+  return stopped > 0 ? kExitDiverged : kExitPass;
 }
 
 }  // namespace fc

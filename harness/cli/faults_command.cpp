@@ -4,26 +4,20 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/faults/matrix.h"
+#include "harness/faults/matrix_table.h"
 #include "kernels/implementation.h"
+#include "reports/progress.h"
 #include "reports/table.h"
+#include "reports/terminal.h"
 #include "stages/device_info.h"
 
 namespace fc {
 namespace {
-
-std::string found_text(const MatrixCell& c) {
-  if (!c.faulty.divergence) return std::string("not found (") + verdict_name(c.faulty.verdict) + ")";
-  const Divergence& d = *c.faulty.divergence;
-  return d.output + " " + index_string(d.index) + " " + d.cause;
-}
-
-std::string expected_text(const Expectation& e) {
-  return e.output + " " + (e.index ? index_string(*e.index) : std::string("-")) + " " + e.cause;
-}
 
 std::string percent(int n, int total) {
   std::ostringstream s;
@@ -67,11 +61,16 @@ int run_faults(const FaultsCommand& command) {
     if (!find_fault(id)) throw Error("--fault '" + id + "': unknown fault (`list` shows them)");
   }
   select_implementations(command.impls);  // an unknown name is an error, not an empty matrix
+  check_report_files(command.reports);
   const DeviceInfo device = device_info();
   if (!device.available) {
-    std::cout << "no CUDA device (" << device.why_unavailable << "): the matrix covers the CPU implementations only\n";
+    std::cerr << "no CUDA device (" << device.why_unavailable << "): the matrix covers the CPU implementations only\n";
   }
-  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {}};
+  std::ostream& out = detail_stream(command.quiet);
+  const bool colour = colour_stdout();
+  Progress progress("faults", 0);
+  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {},
+                        &progress};
   HtmlReportBuilder html = html_report(command.reports, "faults", command.command_line);
   std::vector<std::string> faulty_sections;  // one per cell, in the matrix's order
   if (html.enabled()) {
@@ -83,13 +82,8 @@ int run_faults(const FaultsCommand& command) {
     };
   }
   const std::vector<MatrixCell> cells = run_fault_matrix(options);
-  int fault_width = 22, impl_width = 20;  // plugins may bring longer names
-  for (const MatrixCell& c : cells) {
-    fault_width = std::max(fault_width, static_cast<int>(c.fault.size()) + 2);
-    impl_width = std::max(impl_width, static_cast<int>(c.impl.size()) + 2);
-  }
-  std::cout << std::left << std::setw(fault_width) << "fault" << std::setw(impl_width) << "implementation" << std::setw(40)
-            << "expected" << std::setw(44) << "found" << "clean  result\n";
+  progress.clear();
+  write_matrix_table(out, cells, colour);
   int stage = 0, index = 0, cause = 0, clean = 0;
   std::vector<CaseResult> results;
   std::vector<JunitCase> junit;
@@ -98,9 +92,6 @@ int run_faults(const FaultsCommand& command) {
     index += c.index_ok;
     cause += c.cause_ok;
     clean += c.clean_ok();
-    std::cout << std::left << std::setw(fault_width) << c.fault << std::setw(impl_width) << c.impl << std::setw(40)
-              << expected_text(c.expected) << std::setw(44) << found_text(c) << std::setw(7)
-              << (c.clean_ok() ? "pass" : "ALARM") << (c.ok() ? "ok" : "WRONG") << "\n";
     results.push_back(c.faulty);
     JunitCase j = junit_case(c.faulty, "flashcore-check.faults." + c.impl, c.fault);
     j.status = c.ok() ? JunitCase::Status::passed : JunitCase::Status::failed;
@@ -109,29 +100,28 @@ int run_faults(const FaultsCommand& command) {
     junit.push_back(j);
   }
   const int n = static_cast<int>(cells.size());
-  std::cout << "\n" << n << " fault x implementation cells: stage right " << percent(stage, n) << ", first index right "
-            << percent(index, n) << ", cause right " << percent(cause, n) << "; clean runs without alarm "
-            << percent(clean, n) << "\n";
   bool ok = stage == n && index == n && cause == n && clean == n;
+  out << "\n";
+  std::ostringstream summary;
+  summary << n << " fault x implementation cells: stage right " << percent(stage, n) << ", first index right "
+          << percent(index, n) << ", cause right " << percent(cause, n) << "; clean runs without alarm "
+          << percent(clean, n);
   const auto on_divergence = [&](const AttentionInputs& inputs, const Judged& run) {
     html.add_case(inputs, run.run, run.result, run.references, "clean sweep: a false alarm");
   };
-  if (command.sweep > 0) {
-    const SweepResult sweep = run_clean_sweep(command.sweep, command.impls, device.available, false,
-                                              html.enabled() ? on_divergence : std::function<void(const AttentionInputs&, const Judged&)>{});
-    std::cout << "clean sweep: " << sweep.cases << " random cases, " << sweep.runs << " runs, "
-              << sweep.divergences.size() << " divergences\n";
-    for (const CaseResult& r : sweep.divergences) write_case_table(std::cout, r);
+  for (const bool long_context : {false, true}) {
+    const int cases = long_context ? command.long_sweep : command.sweep;
+    if (cases <= 0) continue;
+    const SweepResult sweep = run_clean_sweep(cases, command.impls, device.available, long_context,
+                                              html.enabled() ? on_divergence : std::function<void(const AttentionInputs&, const Judged&)>{},
+                                              &progress);
+    progress.clear();
+    for (const CaseResult& r : sweep.divergences) write_case_table(out, r, colour);
+    summary << (long_context ? "; long-context clean sweep: " : "; clean sweep: ") << sweep.cases << " random cases, "
+            << sweep.runs << " runs, " << sweep.divergences.size() << " divergences";
     ok = ok && sweep.divergences.empty();
   }
-  if (command.long_sweep > 0) {
-    const SweepResult sweep = run_clean_sweep(command.long_sweep, command.impls, device.available, true,
-                                              html.enabled() ? on_divergence : std::function<void(const AttentionInputs&, const Judged&)>{});
-    std::cout << "long-context clean sweep: " << sweep.cases << " random cases, " << sweep.runs << " runs, "
-              << sweep.divergences.size() << " divergences\n";
-    for (const CaseResult& r : sweep.divergences) write_case_table(std::cout, r);
-    ok = ok && sweep.divergences.empty();
-  }
+  std::cout << summary.str() << ": " << painted_verdict(ok ? "ok" : "WRONG", colour) << "\n";
   write_report_files(command.reports, command.command_line, results, "faults", junit);
   html.add_summary(matrix_table(cells, faulty_sections));
   html.write();

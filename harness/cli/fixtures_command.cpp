@@ -17,10 +17,13 @@
 #include "core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/io/snapshot.h"
+#include "harness/io/staged_file.h"
 #include "harness/io/text_output.h"
 #include "harness/trace/judge.h"
 #include "kernels/common/device_inputs.h"
+#include "reports/progress.h"
 #include "reports/table.h"
+#include "reports/terminal.h"
 #include "stages/device_info.h"
 
 namespace fc {
@@ -87,10 +90,14 @@ double reference_drift(const Snapshot& s, const std::vector<OutputReferences>& n
 }
 
 
+// Every check of every fixture, for the reports; the current fixture's, for its line.
 struct Tally {
   std::vector<JunitCase> junit;
   std::vector<CaseResult> results;
   int failed = 0;
+  std::vector<std::string> fixture_failures;  // "FAIL  CHECK: MESSAGE" of the current fixture
+  int fixture_live = 0;                       // of its checks, the live runs
+  int fixture_checks = 0;
 
   void add(const std::string& fixture, const std::string& check, bool ok, const std::string& message,
            const CaseResult* result) {
@@ -108,7 +115,21 @@ struct Tally {
     }
     junit.push_back(c);
     failed += ok ? 0 : 1;
-    std::cout << "  " << (ok ? "ok    " : "FAIL  ") << check << ": " << message << "\n";
+    ++fixture_checks;
+    if (!ok) fixture_failures.push_back(check + ": " + message);
+    if (check.rfind("live ", 0) == 0) ++fixture_live;
+  }
+
+  // One line per fixture, and under it each check that failed.
+  void end_fixture(std::ostream& out, const std::string& heading, bool colour) {
+    out << heading << ": " << fixture_checks << " checks "
+        << (fixture_failures.empty() ? painted_verdict("ok", colour)
+                                     : painted(std::to_string(fixture_failures.size()) + " FAILED", Tone::bad, colour))
+        << " (" << fixture_live << " live run" << (fixture_live == 1 ? "" : "s") << ")\n";
+    for (const std::string& f : fixture_failures) out << "  " << painted("FAIL", Tone::bad, colour) << "  " << f << "\n";
+    fixture_failures.clear();
+    fixture_live = 0;
+    fixture_checks = 0;
   }
 };
 
@@ -118,6 +139,11 @@ int run_fixtures(const FixturesCommand& command) {
   const std::vector<std::string> files = fixture_files(command.dir);
   if (files.empty()) throw file_error(command.dir, "no fixtures (*.h5)");
   const std::string manifest_path = (fs::path(command.dir) / "MANIFEST").string();
+  check_report_files(command.reports);
+  if (command.write_manifest) check_output_path(manifest_path);
+  std::ostream& out = detail_stream(command.quiet);
+  const bool colour = colour_stdout();
+  Progress progress("fixtures", static_cast<std::int64_t>(files.size()));
   const std::map<std::string, std::string> manifest = read_manifest(manifest_path);
   const DeviceInfo device = device_info();
   std::vector<std::string> new_manifest{"# file impl fault verdict first-divergence cause (flashcore-check fixtures --write-manifest)"};
@@ -128,8 +154,8 @@ int run_fixtures(const FixturesCommand& command) {
     const H5Reader reader(path);
     const Snapshot s = read_snapshot(reader);
     if (s.file.kind != "fixture") throw file_error(path, "kind is '" + s.file.kind + "', not a fixture");
-    std::cout << file << ": " << s.impl << (s.fault.empty() ? "" : " with " + s.fault) << ", "
-              << s.file.description.label << "\n";
+    const std::string heading =
+        file + ": " + s.impl + (s.fault.empty() ? "" : " with " + s.fault) + ", " + s.file.description.label;
     const ManifestLine line = manifest_line(file, s);
     new_manifest.push_back(format(line));
     if (!command.write_manifest) {
@@ -173,14 +199,19 @@ int run_fixtures(const FixturesCommand& command) {
       tally.add(file, check, ok, outcome_text(live), &live);
       html.add_case(s.file.inputs, judged.run, live, judged.references, file + ": " + check + (ok ? " (as expected)" : " (NOT as expected)"));
     }
+    progress.clear();
+    tally.end_fixture(out, heading, colour);
+    progress.advance();
   }
+  progress.clear();
   if (command.write_manifest) {
     write_text_file(manifest_path, [&](std::ostream& out) {
       for (const std::string& l : new_manifest) out << l << "\n";
     });
-    std::cout << "wrote " << manifest_path << "\n";
+    out << "wrote " << manifest_path << "\n";
   }
-  std::cout << files.size() << " fixtures, " << tally.junit.size() << " checks, " << tally.failed << " failed"
+  std::cout << files.size() << " fixtures, " << tally.junit.size() << " checks, "
+            << painted(std::to_string(tally.failed) + " failed", tally.failed ? Tone::bad : Tone::good, colour)
             << (device.available ? "" : " (no CUDA device: GPU implementations not run live)") << "\n";
   write_report_files(command.reports, command.command_line, tally.results, "fixtures", tally.junit);
   html.write();

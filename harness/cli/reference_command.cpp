@@ -4,11 +4,13 @@
 #include "core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/io/case_loader.h"
+#include "harness/io/staged_file.h"
 
 namespace fc {
 
 int run_reference(const ReferenceCommand& command) {
   if (command.page_width < 0 || command.splits < 0) throw Error("--page-width and --splits must be positive");
+  check_output_path(command.out);
   const LoadedCase c = load_case(command.input);
   const ReferenceOptions options{command.page_width, command.splits};
   const ReferenceTensors reference = compute_reference(c.inputs, options);

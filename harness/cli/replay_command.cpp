@@ -6,18 +6,23 @@
 #include "harness/io/snapshot.h"
 #include "harness/trace/judge.h"
 #include "reports/table.h"
+#include "reports/terminal.h"
 
 namespace fc {
 
 int run_replay(const ReplayCommand& command) {
+  check_report_files(command.reports);
   const Snapshot s = read_snapshot(H5Reader(command.file));
   std::vector<OutputReferences> references;
   const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge);
-  std::cout << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault)
-            << ")\n";
-  write_case_table(std::cout, result);
+  const bool colour = colour_stdout();
+  std::ostream& out = detail_stream(command.quiet);
+  out << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault) << ")\n";
+  write_case_table(out, result, colour);
   const bool agrees = result.verdict == s.recorded.verdict && same_divergence(result.divergence, s.recorded.divergence, true);
-  std::cout << "recorded: " << outcome_text(s.recorded) << (agrees ? "; the replay agrees\n" : "; the replay DIFFERS\n");
+  std::cout << "replay of " << command.file << ": " << painted_verdict(verdict_name(result.verdict), colour)
+            << "; recorded: " << outcome_text(s.recorded)
+            << (agrees ? "; the replay agrees\n" : "; the replay " + painted("DIFFERS", Tone::bad, colour) + "\n");
   write_report_files(command.reports, command.command_line, {result}, "replay");
   HtmlReportBuilder html = html_report(command.reports, "replay", command.command_line);
   html.add_case(s.file.inputs, s.run, result, references,

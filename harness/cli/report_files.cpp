@@ -1,11 +1,18 @@
 #include "harness/cli/report_files.h"
 
+#include "harness/io/staged_file.h"
 #include "harness/io/text_output.h"
 #include "harness/version.h"
 #include "reports/json_report.h"
 #include "stages/device_info.h"
 
 namespace fc {
+
+void check_report_files(const ReportFiles& files) {
+  if (!files.json.empty()) check_output_path(files.json);
+  if (!files.junit.empty()) check_output_path(files.junit);
+  if (!files.html.empty()) check_output_path(files.html);
+}
 
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
                         const std::string& suite, std::vector<JunitCase> junit,

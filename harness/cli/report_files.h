@@ -15,6 +15,9 @@ struct ReportFiles {
   std::vector<std::string> html_stages;  // outputs the HTML report draws besides the first divergence
 };
 
+// Refuses, before any work, a --json, --junit or --html path that could not be written.
+void check_report_files(const ReportFiles& files);
+
 // JSON of the cases; JUnit of `junit` (or, when empty, one testcase per case).
 void write_report_files(const ReportFiles& files, const std::string& command, const std::vector<CaseResult>& cases,
                         const std::string& suite, std::vector<JunitCase> junit = {},

@@ -5,8 +5,10 @@
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
+#include "harness/io/staged_file.h"
 #include "harness/io/text_output.h"
 #include "harness/sensitivity/sensitivity_report.h"
+#include "reports/progress.h"
 #include "stages/device_info.h"
 
 namespace fc {
@@ -29,6 +31,7 @@ int run_sensitivity(const SensitivityCommand& command) {
   options.q_len = command.rows;
   options.judged_by = command.judge.judged_by;
 
+  if (!command.reports.json.empty()) check_output_path(command.reports.json);
   const DeviceInfo device = device_info();
   std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
   std::vector<std::unique_ptr<Implementation>> runnable;
@@ -44,13 +47,24 @@ int run_sensitivity(const SensitivityCommand& command) {
   }
 
   SensitivityResult all;
+  // The clean runs, each implementation's counted by measure_sensitivity as (done, total).
+  Progress progress("sensitivity", 0);
   for (auto& impl : runnable) {
-    SensitivityResult r = measure_sensitivity(*impl, options);
+    int seen = 0;
+    bool counted = false;
+    const auto advance = [&](int done, int total) {
+      if (!counted) progress.add_total(total);
+      counted = true;
+      progress.advance(done - seen);
+      seen = done;
+    };
+    SensitivityResult r = measure_sensitivity(*impl, options, advance);
     all.cells.insert(all.cells.end(), r.cells.begin(), r.cells.end());
     all.clean_runs += r.clean_runs;
     all.false_alarms.insert(all.false_alarms.end(), r.false_alarms.begin(), r.false_alarms.end());
     all.skipped.insert(all.skipped.end(), r.skipped.begin(), r.skipped.end());
   }
+  progress.clear();
   std::cout << "sensitivity: B1 H1 Sq" << options.q_len << " D" << options.head_dim << ", causal-br, normal inputs, "
             << options.seeds << " seeds a cell; bugs planted into the captured outputs of the first stage of each "
             << "kind they change, judged by the " << (options.judged_by == BoundChoice::tight ? "tight" : "worst-case")

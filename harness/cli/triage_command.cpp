@@ -10,28 +10,38 @@
 #include "harness/cli/commands.h"
 #include "harness/io/case_loader.h"
 #include "harness/io/snapshot.h"
+#include "harness/io/staged_file.h"
 #include "harness/triage/input_findings.h"
 #include "harness/trace/judge.h"
 #include "harness/triage/minimize.h"
 #include "kernels/common/device_inputs.h"
 #include "reference/attention.h"
+#include "reports/progress.h"
 #include "reports/table.h"
+#include "reports/terminal.h"
 #include "stages/device_info.h"
 
 namespace fc {
 namespace {
 
-// The named implementations (all when none is named); a named GPU one without a device is an error.
-std::vector<std::unique_ptr<Implementation>> chosen(const std::vector<std::string>& names, bool gpu) {
-  std::vector<std::unique_ptr<Implementation>> impls;
-  for (auto& impl : select_implementations(names)) {
-    if (impl->on_gpu() && !gpu) {
-      if (!names.empty()) throw Error("--impl " + impl->name() + " needs a CUDA device");
+// The implementations to run: those named (all when none is), with the fault planted where
+// asked; a GPU one needs a device. Refused before any output.
+std::vector<std::unique_ptr<Implementation>> chosen(const TriageCommand& command, const DeviceInfo& device) {
+  std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
+  if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
+  std::vector<std::unique_ptr<Implementation>> runnable;
+  for (auto& impl : impls) {
+    if (impl->on_gpu() && !device.available) {
+      if (!command.impls.empty()) throw Error("--impl " + impl->name() + " needs a CUDA device: " + device.why_unavailable);
       continue;
     }
-    impls.push_back(std::move(impl));
+    runnable.push_back(std::move(impl));
   }
-  return impls;
+  if (runnable.empty() && !command.inject.empty()) {
+    throw Error("--inject " + command.inject + ": only GPU implementations have this fault, and there is no CUDA device (" +
+                device.why_unavailable + ")");
+  }
+  return runnable;
 }
 
 HtmlTable input_findings_table(const std::vector<InputFinding>& findings) {
@@ -51,44 +61,47 @@ HtmlTable input_findings_table(const std::vector<InputFinding>& findings) {
 }  // namespace
 
 int run_triage(const TriageCommand& command) {
+  const DeviceInfo device = device_info();
+  std::vector<std::unique_ptr<Implementation>> impls = chosen(command, device);
+  check_report_files(command.reports);
+  if (!command.minimize.empty()) check_output_path(command.minimize);
   const LoadedCase report = load_case(command.report);
   const Problem& p = report.inputs.problem;
-  std::cout << "triage of " << command.report << ": " << p.shape.to_string() << " " << dtype_name(p.dtype) << ", mask "
-            << p.mask.describe() << ", scale " << p.scale << "\n\n";
+  std::ostream& out = detail_stream(command.quiet);
+  const bool colour = colour_stdout();
 
+  out << "triage of " << command.report << ": " << p.shape.to_string() << " " << dtype_name(p.dtype) << ", mask "
+      << p.mask.describe() << ", scale " << p.scale << "\n\n";
   const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
-  std::cout << "input findings (CPU, FP64, before any kernel):\n";
+  out << "input findings (CPU, FP64, before any kernel):\n";
   const std::vector<InputFinding> findings = find_input_problems(report.inputs, kernel_dtype);
-  for (const InputFinding& f : findings) std::cout << "  " << f.cause << ": " << f.detail << "\n";
-  if (findings.empty()) std::cout << "  none\n";
+  for (const InputFinding& f : findings) out << "  " << f.cause << ": " << f.detail << "\n";
+  if (findings.empty()) out << "  none\n";
   const bool defect = std::any_of(findings.begin(), findings.end(), [](const InputFinding& f) { return f.defect; });
 
   const ReferenceTensors reference = compute_reference(report.inputs, {});
-  std::cout << "\nreference (FP64): " << reference.masked_rows.size() << " fully masked rows, output "
-            << (reference.output.numel() ? "computed" : "empty") << "\n";
+  out << "\nreference (FP64): " << reference.masked_rows.size() << " fully masked rows, output "
+      << (reference.output.numel() ? "computed" : "empty") << "\n";
 
   const AttentionInputs inputs = for_kernels(report.inputs, kernel_dtype);
-  if (p.dtype == DType::f32) std::cout << "the inputs are fp32; the kernels get them rounded to " << dtype_name(kernel_dtype) << "\n";
-  const DeviceInfo device = device_info();
+  if (p.dtype == DType::f32) out << "the inputs are fp32; the kernels get them rounded to " << dtype_name(kernel_dtype) << "\n";
   if (!device.available) {
-    std::cout << "GPU kernels were not run: no CUDA device (" << device.why_unavailable
-              << "); the CPU implementations were\n";
+    out << "GPU kernels were not run: no CUDA device (" << device.why_unavailable
+        << "); only the CPU implementations ran\n";
   }
 
   HtmlReportBuilder html = html_report(command.reports, "triage", command.command_line);
   html.add_summary(input_findings_table(findings));
 
-  std::cout << "\nimplementations, stage by stage:\n";
-  std::vector<std::unique_ptr<Implementation>> impls = chosen(command.impls, device.available);
-  if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
+  out << "\nimplementations, stage by stage:\n";
   std::unique_ptr<DeviceInputs> device_inputs;
   std::vector<CaseResult> results;
   Implementation* first_failing = nullptr;
   const auto report_one = [&](const CaseResult& r) {
-    std::cout << "  " << r.impl << ": " << verdict_name(r.verdict);
-    if (!r.reason.empty()) std::cout << " (" << r.reason << ")";
-    std::cout << "\n";
-    if (r.divergence) write_pinpoint(std::cout, *r.divergence);
+    out << "  " << r.impl << ": " << painted_verdict(verdict_name(r.verdict), colour);
+    if (!r.reason.empty()) out << " (" << r.reason << ")";
+    out << "\n";
+    if (r.divergence) write_pinpoint(out, *r.divergence);
   };
   // The output the user saw, when the report holds it: judged on the inputs as given.
   const CaptureFile seen = read_capture_file(command.report);
@@ -109,31 +122,47 @@ int run_triage(const TriageCommand& command) {
     results.push_back(std::move(r));
   }
 
+  std::string minimized;  // for the summary line
   if (!command.minimize.empty()) {
     if (!first_failing) {
-      std::cout << "\nnothing to minimize: no implementation diverged on this report\n";
+      out << "\nnothing to minimize: no implementation diverged on this report\n";
+      minimized = "; nothing to minimize";
     } else {
       const Divergence target =
           *std::find_if(results.begin(), results.end(), [&](const CaseResult& r) { return r.impl == first_failing->name(); })->divergence;
-      std::cout << "\nminimizing for " << first_failing->name() << " (" << target.kind << ", " << target.cause << ")\n";
-      const std::optional<Minimized> m = minimize(*first_failing, inputs, target);
+      out << "\nminimizing for " << first_failing->name() << " (" << target.kind << ", " << target.cause << ")\n";
+      Progress progress("minimize", 0);
+      const std::optional<Minimized> m = minimize(*first_failing, inputs, target, &progress);
+      progress.clear();
       if (!m) {
-        std::cout << "  the failure does not reproduce on its own head alone: not minimized\n";
+        out << "  the failure does not reproduce on its own head alone: not minimized\n";
+        minimized = "; not minimized (the failure needs more than its own head)";
       } else {
-        for (const std::string& step : m->steps) std::cout << "  " << step << "\n";
+        for (const std::string& step : m->steps) out << "  " << step << "\n";
         SnapshotOptions options;
         options.kind = "fixture";
         options.fault = first_failing->injected();
         write_snapshot(command.minimize, command.command_line, m->inputs, m->judged.run, m->judged.result,
                        m->judged.references, options);
-        std::cout << "  " << p.shape.to_string() << " -> " << m->inputs.problem.shape.to_string() << " in " << m->runs
-                  << " runs; still " << (m->judged.result.divergence ? m->judged.result.divergence->output + " " +
-                                                                          m->judged.result.divergence->cause
-                                                                    : std::string("passing"))
-                  << "\n  fixture: " << command.minimize << "\n";
+        out << "  " << p.shape.to_string() << " -> " << m->inputs.problem.shape.to_string() << " in " << m->runs
+            << " runs; still "
+            << (m->judged.result.divergence ? m->judged.result.divergence->output + " " + m->judged.result.divergence->cause
+                                            : std::string("passing"))
+            << "\n  fixture: " << command.minimize << "\n";
+        minimized = "; minimized to " + m->inputs.problem.shape.to_string() + " in " + command.minimize;
       }
     }
   }
+  int counts[4] = {0, 0, 0, 0};
+  for (const CaseResult& r : results) ++counts[static_cast<int>(r.verdict)];
+  const std::size_t defects = static_cast<std::size_t>(
+      std::count_if(findings.begin(), findings.end(), [](const InputFinding& f) { return f.defect; }));
+  out << "\n";
+  std::cout << "triage of " << command.report << ": " << findings.size() << " input finding"
+            << (findings.size() == 1 ? "" : "s") << " (" << defects << " defect" << (defects == 1 ? "" : "s") << "); "
+            << results.size()
+            << " implementation" << (results.size() == 1 ? "" : "s") << ": " << counts[0] << " pass, " << counts[1]
+            << " diverged, " << counts[2] << " error" << minimized << "\n";
   write_report_files(command.reports, command.command_line, results, "triage", {}, findings);
   html.write();
   const bool diverged = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.verdict != Verdict::pass && r.verdict != Verdict::skipped; });

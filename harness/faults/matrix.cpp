@@ -28,10 +28,25 @@ void grade(MatrixCell& cell) {
   cell.index_ok = d && (!e.index || d->index == *e.index);
 }
 
+// Is implementation `name` selected and able to run here?
+bool runs_here(const MatrixOptions& options, const std::string& name) {
+  if (!selected(options.impls, name)) return false;
+  const std::unique_ptr<Implementation> impl = make_implementation(name);
+  return impl && (!impl->on_gpu() || options.gpu);
+}
+
 }  // namespace
 
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   std::vector<MatrixCell> cells;
+  if (options.progress) {
+    std::int64_t total = 0;
+    for (const FaultSpec& spec : fault_catalog()) {
+      if (!selected(options.faults, spec.id)) continue;
+      for (const std::string& name : spec.impls) total += runs_here(options, name);
+    }
+    options.progress->add_total(total);
+  }
   for (const FaultSpec& spec : fault_catalog()) {
     if (!selected(options.faults, spec.id)) continue;
     // One trigger case per fault, shared by the implementations that have it.
@@ -40,9 +55,8 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
         describe_case(inputs, spec.trigger.label(), spec.trigger.mask, spec.trigger.dist, spec.trigger.seed);
     std::unique_ptr<DeviceInputs> device;
     for (const std::string& name : spec.impls) {
-      if (!selected(options.impls, name)) continue;
+      if (!runs_here(options, name)) continue;
       std::unique_ptr<Implementation> impl = make_implementation(name);
-      if (!impl || (impl->on_gpu() && !options.gpu)) continue;
       if (impl->on_gpu() && !device) device = std::make_unique<DeviceInputs>(inputs, nullptr);
 
       MatrixCell cell;
@@ -69,13 +83,15 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
                        faulty.run, faulty.result, faulty.references, s);
       }
       cells.push_back(std::move(cell));
+      if (options.progress) options.progress->advance();
     }
   }
   return cells;
 }
 
 SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context,
-                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence) {
+                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence,
+                            Progress* progress) {
   SweepResult sweep;
   std::vector<std::unique_ptr<Implementation>> all;
   for (auto& impl : make_implementations()) {
@@ -87,6 +103,7 @@ SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bo
     const AttentionInputs inputs = generate_inputs(spec);
     const CaseDescription description = describe_case(inputs, spec.label(), spec.mask, spec.dist, spec.seed);
     std::unique_ptr<DeviceInputs> device;
+    if (progress && i == 1) progress->add_total(cases);
     for (auto& impl : all) {
       Judged judged;
       try {
@@ -110,6 +127,7 @@ SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bo
       if (on_divergence) on_divergence(inputs, judged);
     }
     ++sweep.cases;
+    if (progress) progress->advance();
   }
   return sweep;
 }

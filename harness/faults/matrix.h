@@ -10,6 +10,7 @@
 #include "harness/faults/catalog.h"
 #include "harness/trace/judge.h"
 #include "reports/case_result.h"
+#include "reports/progress.h"
 
 namespace fc {
 
@@ -30,6 +31,7 @@ struct MatrixOptions {
   // When set: called with each faulty run (after grading its cell) and each clean run that
   // did not pass, with its run and references kept (the HTML report draws them).
   std::function<void(const MatrixCell& cell, const AttentionInputs& inputs, const Judged& run, bool faulty)> on_run;
+  Progress* progress = nullptr;            // told the cells' count, then each cell done
 };
 
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options);
@@ -40,8 +42,9 @@ struct SweepResult {
 };
 // `cases` random clean cases (harness/random_cases.h), each through every selected
 // implementation; long_context: random_long_case's thousands of keys; `on_divergence`, when
-// set, gets each diverging run with its references.
+// set, gets each diverging run with its references; `progress` is told the cases and each one done.
 SweepResult run_clean_sweep(int cases, const std::vector<std::string>& impls, bool gpu, bool long_context = false,
-                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence = {});
+                            const std::function<void(const AttentionInputs&, const Judged&)>& on_divergence = {},
+                            Progress* progress = nullptr);
 
 }  // namespace fc

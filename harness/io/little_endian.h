@@ -1,5 +1,5 @@
 #pragma once
-// Internal to harness/io: little-endian integers in memory, as ZIP and .npy store them.
+// Internal to harness/io: little-endian integers in memory, as .npy stores them.
 // Reading goes through ByteCursor, which checks every read against the structure's bounds;
 // writing appends to a byte vector.
 #include <cstddef>
@@ -50,9 +50,6 @@ inline void put16(std::vector<std::uint8_t>& out, std::uint64_t v) {
 }
 inline void put32(std::vector<std::uint8_t>& out, std::uint64_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-inline void put64(std::vector<std::uint8_t>& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
 
 }  // namespace fc

@@ -1,3 +1,9 @@
+// The .npy format parsed here rather than by a library: Debian and Ubuntu package none that
+// reads it into tensors whose type is known only at run time. cnpy is not packaged;
+// xtensor's xnpy (libxtensor-dev) needs the element type at compile time, reads no string
+// arrays and throws std::runtime_error on damage, where we need the file and array named in
+// one fc::Error line. The format is one short header (a Python dict literal) and raw bytes,
+// so the parser is that grammar with a bound on every read.
 #include "harness/io/npy.h"
 
 #include <algorithm>

@@ -70,10 +70,10 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
 void write_npz(const std::string& path, const std::map<std::string, HostTensor>& arrays) {
   for (const auto& [key, tensor] : arrays) check_writable(path, key, tensor);
   ZipWriter zip(path);
+  std::vector<std::vector<std::uint8_t>> headers;  // read by finish(), as the tensors are
   for (const auto& [key, tensor] : arrays) {
-    const std::vector<std::uint8_t> header = npy_header(tensor);
-    zip.add(key + std::string(kSuffix),
-            {{header.data(), header.size()}, {tensor.data(), tensor.nbytes()}});
+    const std::vector<std::uint8_t>& header = headers.emplace_back(npy_header(tensor));
+    zip.add(key + std::string(kSuffix), {{header.data(), header.size()}, {tensor.data(), tensor.nbytes()}});
   }
   zip.finish();
 }

@@ -23,7 +23,12 @@ const NpyArray* find(const Arrays& arrays, const std::string& name) {
 HostTensor read_qkv(const std::string& path, const Arrays& arrays, const std::string& name, bool bf16, int rank,
                     const char* layout) {
   const NpyArray* a = find(arrays, name);
-  if (!a) throw file_error(path, "missing array '" + name + "' (need q, k, v as [B,H,S,D])");
+  if (!a) {
+    std::string held;
+    for (const auto& [key, array] : arrays) held += (held.empty() ? "" : ", ") + key;
+    throw file_error(path, "missing array '" + name + "': a bug report in PyTorch SDPA form holds q, k, v as [B,H,S,D]; " +
+                               (held.empty() ? std::string("this archive holds no array") : "this archive holds " + held));
+  }
   if (a->is_text) throw file_error(path, "'" + name + "' is text, expected a " + layout + " array");
   const HostTensor& t = a->tensor;
   if (t.rank() != rank) {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "stages/cublaslt/descriptor_json.h"
 
 namespace fc {
@@ -219,10 +219,7 @@ void write_descriptors(H5Writer& out, const std::vector<DescriptorReport>& repor
     out.set_attribute(o, "stage", static_cast<std::int64_t>(r.stage));
     out.set_attribute(o, "launched", std::int64_t{r.launched ? 1 : 0});
     out.set_attribute(o, "name", r.record.name);
-    std::ostringstream json;
-    JsonWriter writer(json);
-    write_json(writer, r.record);
-    out.set_attribute(o, "record_json", json.str());
+    out.set_attribute(o, "record_json", json_text(record_json(r.record)));
     std::vector<std::string> findings;
     for (const LintFinding& f : r.findings) findings.push_back(f.rule + "\t" + f.operand + "\t" + f.message);
     out.set_attribute(o, "findings", joined_lines(findings));
@@ -421,6 +418,12 @@ void write_snapshot(const std::string& path, const std::string& command, const A
 Snapshot read_snapshot(const H5Reader& in) {
   Snapshot s;
   s.file = read_case_file(in);
+  if (s.file.kind == "reference") {
+    throw file_error(in.path(), "this is a reference file (from `flashcore-check reference`), not a snapshot");
+  }
+  if (s.file.kind == "report") {
+    throw file_error(in.path(), "this is a bug report, not a snapshot: `flashcore-check triage` reads it");
+  }
   const Fields meta(in, "/meta");
   s.impl = meta.text("impl");
   s.fault = meta.text("fault");

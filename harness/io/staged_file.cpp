@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.h"
 
@@ -38,6 +39,12 @@ void StagedFile::commit() {
     throw file_error(path_, "cannot write (rename from " + temp_path_ + ": " + std::strerror(errno) + ")");
   }
   committed_ = true;
+}
+
+void check_output_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw file_error(path, "cannot write: it is a folder");
+  StagedFile probe(path);  // removed again on the way out
 }
 
 }  // namespace fc

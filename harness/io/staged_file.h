@@ -28,4 +28,9 @@ class StagedFile {
   bool committed_ = false;
 };
 
+// Refuses, before any work, a path no file could be written to: the fc::Error writing it
+// would give at the end (its folder missing or read-only, the path a folder). Creates and
+// removes the temporary file a writer would.
+void check_output_path(const std::string& path);
+
 }  // namespace fc

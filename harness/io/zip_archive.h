@@ -1,8 +1,9 @@
 #pragma once
-// ZIP archives, independent of what they hold. Reading: the entries of one archive and the
-// bytes of each, stored or deflate, ZIP64 included, hardened against damaged files: every
-// problem is an fc::Error "PATH: what" (for an entry, "PATH: NAME: what"). Writing: an
-// archive of stored entries, ZIP64 where sizes or offsets need it.
+// ZIP archives, independent of what they hold, through libzip. Reading: the entries of one
+// archive and the bytes of each, stored or deflate, ZIP64 included, with libzip's
+// consistency checks (every local header against the central directory) and our limits on
+// top: every problem is an fc::Error "PATH: what" (for an entry, "PATH: NAME: what").
+// Writing: an archive of stored entries, ZIP64 where sizes or offsets need it.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -12,17 +13,14 @@
 
 namespace fc {
 
-// One entry of the central directory, checked against the local header and the other entries.
+// One entry of the central directory.
 struct ZipEntry {
+  std::uint64_t index = 0;  // in the central directory
   std::string name;
   std::string origin;  // "PATH: NAME", the prefix of every message about this entry
-  std::uint16_t flags = 0;
-  std::uint16_t method = 0;
-  std::uint32_t crc = 0;
+  bool deflated = false;
   std::uint64_t compressed_size = 0;
   std::uint64_t size = 0;
-  std::uint64_t local_header_offset = 0;
-  std::uint64_t data_offset = 0;  // from the local header
 };
 
 // An uninitialised byte buffer: pages are touched only as data arrives, so a file that
@@ -69,7 +67,8 @@ class ZipReader {
 // ZIP stores name lengths in 16 bits.
 constexpr std::size_t kMaxZipNameLength = 0xffff;
 
-// Bytes of an entry that the writer takes from the caller's memory without copying.
+// Bytes of an entry that the writer takes from the caller's memory without copying: they
+// must stay valid until finish() returns.
 struct ByteSpan {
   const void* data = nullptr;
   std::size_t size = 0;
@@ -86,7 +85,7 @@ class ZipWriter {
 
   // Appends a stored entry whose bytes are the parts, one after another.
   void add(const std::string& name, const std::vector<ByteSpan>& parts);
-  // Writes the central directory and the end records, and puts the archive at PATH.
+  // Writes the archive and puts it at PATH.
   void finish();
 
  private:

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "harness/version.h"
 #include "reports/table.h"
 
@@ -101,41 +101,34 @@ void write_sensitivity_table(std::ostream& out, const SensitivityResult& result)
 }
 
 void write_sensitivity_json(std::ostream& out, const std::string& command, const SensitivityResult& result) {
-  JsonWriter j(out);
-  j.begin_object()
-      .field("tool", "flashcore-check")
-      .field("version", std::string(tool_version()))
-      .field("command", command)
-      .field("clean_runs", result.clean_runs)
-      .field("false_alarms", static_cast<std::int64_t>(result.false_alarms.size()));
-  j.key("cells").begin_array();
+  Json j;
+  j["tool"] = "flashcore-check";
+  j["version"] = std::string(tool_version());
+  j["command"] = command;
+  j["clean_runs"] = result.clean_runs;
+  j["false_alarms"] = static_cast<std::int64_t>(result.false_alarms.size());
+  j["cells"] = Json::array();
   for (const SensitivityCell& c : result.cells) {
-    j.begin_object()
-        .field("impl", c.impl)
-        .field("dtype", dtype_name(c.dtype))
-        .field("kv_len", c.kv_len)
-        .field("perturbation", c.perturbation)
-        .field("delta", c.delta)
-        .field("stage_kind", c.stage_kind)
-        .field("stage", c.stage)
-        .field("trials", c.trials)
-        .field("detected", c.detected)
-        .field("index_right", c.index_right)
-        .key("first_index");
+    Json cell;
+    cell["impl"] = c.impl;
+    cell["dtype"] = dtype_name(c.dtype);
+    cell["kv_len"] = c.kv_len;
+    cell["perturbation"] = c.perturbation;
+    cell["delta"] = json_number(c.delta);
+    cell["stage_kind"] = c.stage_kind;
+    cell["stage"] = c.stage;
+    cell["trials"] = c.trials;
+    cell["detected"] = c.detected;
+    cell["index_right"] = c.index_right;
+    cell["first_index"] = nullptr;
     if (c.first_index) {
-      j.begin_object().field("b", c.first_index->b).field("h", c.first_index->h).field("row", c.first_index->row).key("col");
-      if (c.first_index->col >= 0) j.value(c.first_index->col); else j.null();
-      j.end_object();
-    } else {
-      j.null();
+      const Index4& i = *c.first_index;
+      cell["first_index"] = Json{{"b", i.b}, {"h", i.h}, {"row", i.row}, {"col", i.col >= 0 ? Json(i.col) : Json(nullptr)}};
     }
-    j.end_object();
+    j["cells"].push_back(cell);
   }
-  j.end_array();
-  j.key("skipped").begin_array();
-  for (const std::string& s : result.skipped) j.value(s);
-  j.end_array();
-  j.end_object();
+  j["skipped"] = result.skipped;
+  write_json_document(out, j);
 }
 
 }  // namespace fc

@@ -7,6 +7,7 @@
 #include "core/numeric.h"
 #include "harness/trace/hypotheses/diagnosis.h"
 #include "reference/attention.h"
+#include "stages/flags.h"
 
 namespace fc {
 namespace {
@@ -94,9 +95,23 @@ bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& o
   return false;
 }
 
+// Does element `at` of output i still hold its own buffer's poison (a NaN no stage computed)?
+bool holds_own_poison(const TraceRun& run, std::size_t i, const OutputResult& r, const Index4& at) {
+  const HostTensor& t = run.captured[i].tensor;
+  if (t.empty() || at.b < 0 || (r.dims.size() != 3 && r.dims.size() != 4)) return false;
+  std::int64_t flat = (at.b * r.dims[1] + at.h) * r.dims[2] + at.row;
+  if (r.dims.size() == 4) flat = flat * r.dims[3] + (at.col - r.col_offset);
+  if (flat < 0 || flat >= t.numel()) return false;
+  const std::uint32_t bits = dtype_size(t.dtype()) == 4 ? t.data_as<std::uint32_t>()[flat]
+                             : dtype_size(t.dtype()) == 2 ? t.data_as<std::uint16_t>()[flat]
+                                                          : 0u;
+  const int id = run.captured[i].view.buffer_id;
+  return id > 0 && dtype_size(t.dtype()) >= 2 && poison_id(t.dtype(), bits) == id;
+}
+
 // An in-place stage (rescale, P.V with beta = 1) that read its buffer before any stage wrote
 // it. Its output then holds poison: NVIDIA arithmetic turns it into the canonical NaN, x86
-// keeps the payload (so it would look unwritten); either way the read is the cause.
+// keeps the payload (so it reads as unwritten); either way the read is the cause.
 bool in_place_read_of_unwritten(Divergence& d, const TraceRun& run, std::size_t i, const OutputResult& r) {
   const Stage& stage = run.graph.stages[run.captured[i].stage];
   if (!stage.reads_own_output || written_before(run, i)) return false;
@@ -108,8 +123,10 @@ bool in_place_read_of_unwritten(Divergence& d, const TraceRun& run, std::size_t 
                  at_text(d.index) + ")";
   } else {
     d.cause = "uninitialized-read";
-    d.evidence = r.stage_name + " read '" + buffer + "' before any stage wrote it: scaling uninitialized memory " +
-                 "gave NaN at " + at_text(d.index);
+    d.evidence = r.stage_name + " read '" + buffer + "' before any stage wrote it: " +
+                 (holds_own_poison(run, i, r, d.index) ? "scaling it left the unwritten memory's poison at "
+                                                       : "scaling uninitialized memory gave NaN at ") +
+                 at_text(d.index);
   }
   return true;
 }
@@ -271,9 +288,11 @@ RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64
   return ctx;
 }
 
-std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
-                                    const std::vector<OutputResult>& outputs,
-                                    const std::vector<OutputReferences>& references, const RowSample* rows) {
+namespace {
+
+std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const TraceRun& run,
+                                           const std::vector<OutputResult>& outputs,
+                                           const std::vector<OutputReferences>& references, const RowSample* rows) {
   for (std::size_t i = 0; i < run.captured.size(); ++i) {
     const OutputResult& r = outputs[i];
     const std::size_t stage = run.captured[i].stage;
@@ -366,6 +385,19 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
     return d;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
+                                    const std::vector<OutputResult>& outputs,
+                                    const std::vector<OutputReferences>& references, const RowSample* rows) {
+  std::optional<Divergence> d = first_divergence(inputs, run, outputs, references, rows);
+  if (!d || !d->kernel || !std::isnan(*d->kernel)) return d;
+  for (std::size_t i = 0; i < run.captured.size(); ++i) {  // a production result is never poison-checked here
+    if (outputs[i].name == d->output) d->kernel_unwritten = holds_own_poison(run, i, outputs[i], d->index);
+  }
+  return d;
 }
 
 }  // namespace fc

@@ -12,6 +12,11 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kFp16Max = max_finite(DType::f16);
 
+// "1 query row has", "3 query rows have": a count, its noun and verb agreeing.
+std::string count_text(std::int64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 // exp of a bias below this is 0 in fp32, past the subnormals: a bias meant as a mask.
 constexpr double kFp32ExpUnderflow = -103.97;
 
@@ -78,8 +83,10 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
       if (lost) {
         const Index4 i = index_in(t->dims(), first);
         out.push_back({"conversion-overflow", name, i,
-                       std::string(name) + " holds " + std::to_string(lost) + " " + dtype_name(in.problem.dtype) +
-                           " values past the " + dtype_name(kernel_dtype) + " range, the first at " + at_text(i) +
+                       std::string(name) + " holds " +
+                           count_text(lost, std::string(dtype_name(in.problem.dtype)) + " value",
+                                      std::string(dtype_name(in.problem.dtype)) + " values") +
+                           " past the " + dtype_name(kernel_dtype) + " range, the first at " + at_text(i) +
                            ": they become Inf in " + dtype_name(kernel_dtype),
                        true});
       }
@@ -167,27 +174,28 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   }
   if (masked) {
     out.push_back({"fully-masked-rows", "mask", first_masked,
-                   std::to_string(masked) + " query rows have no key to attend to (all " +
-                       std::to_string(in.problem.kv_len_of(first_masked.b)) + " masked), the first " + row_text(first_masked) +
+                   count_text(masked, "query row has", "query rows have") + " no key to attend to (all " +
+                       std::to_string(in.problem.kv_len_of(first_masked.b)) +
+                       " masked), the first " + row_text(first_masked) +
                        ": their max is -inf, and without a guard exp(-inf - (-inf)) is NaN",
                    false});
   }
   if (unscaled) {
     out.push_back({"score-overflow-unscaled", "scores", first_unscaled,
-                   std::to_string(unscaled) + " scores exceed the fp16 range before the scale (up to " +
+                   count_text(unscaled, "score exceeds", "scores exceed") + " the fp16 range before the scale (up to " +
                        number_text(peak_unscaled) + "), the first at " + at_text(first_unscaled) + " (q.k = " + number_text(first_raw) +
                        "): a kernel storing q.k in fp16 before scaling gets Inf",
                    false});
   }
   if (scaled) {
     out.push_back({"score-overflow", "scores", first_scaled,
-                   std::to_string(scaled) + " scores exceed the fp16 range after the scale, the first at " +
+                   count_text(scaled, "score exceeds", "scores exceed") + " the fp16 range after the scale, the first at " +
                        at_text(first_scaled) + " (" + number_text(first_score) + "): fp16 scores overflow",
                    false});
   }
   if (exp_risk) {
     out.push_back({"exp-overflow-risk", "scores", first_exp,
-                   std::to_string(exp_risk) + " rows have a max score above 88.7 (up to " + number_text(peak_row_max) +
+                   count_text(exp_risk, "row has", "rows have") + " a max score above 88.7 (up to " + number_text(peak_row_max) +
                        "), the first " + row_text(first_exp) +
                        ": exp overflows fp32 there unless the row max is subtracted first",
                    false});

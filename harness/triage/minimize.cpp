@@ -19,12 +19,14 @@ HostTensor slice(const HostTensor& t, std::int64_t b, std::int64_t h, std::int64
 
 class Minimizer {
  public:
-  Minimizer(Implementation& impl, const Divergence& failure) : impl_(impl), failure_(failure) {}
+  Minimizer(Implementation& impl, const Divergence& failure, Progress* progress)
+      : impl_(impl), failure_(failure), progress_(progress) {}
 
   // Does the implementation still fail the same way on `candidate`?
   bool still_fails(const AttentionInputs& candidate) {
     if (impl_.unsupported(candidate.problem)) return false;
     ++runs;
+    if (progress_) progress_->advance();
     std::unique_ptr<DeviceInputs> device;
     if (impl_.on_gpu()) device = std::make_unique<DeviceInputs>(candidate, nullptr);
     const CaseDescription d = describe_case(candidate, candidate.problem.shape.to_string(), "", "", std::nullopt);
@@ -37,7 +39,15 @@ class Minimizer {
  private:
   Implementation& impl_;
   const Divergence& failure_;
+  Progress* progress_;
 };
+
+// ceil(log2(n)), the steps of a binary search over n.
+std::int64_t log2_ceil(std::int64_t n) {
+  std::int64_t steps = 0;
+  while ((std::int64_t{1} << steps) < n) ++steps;
+  return steps;
+}
 
 }  // namespace
 
@@ -72,9 +82,12 @@ AttentionInputs slice_case(const AttentionInputs& in, std::int64_t b, std::int64
   return out;
 }
 
-std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& in, const Divergence& failure) {
-  Minimizer m(impl, failure);
+std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& in, const Divergence& failure,
+                                  Progress* progress) {
+  Minimizer m(impl, failure, progress);
   const Shape& s = in.problem.shape;
+  // The head, the row windows, two binary searches over the keys, the head dims, the last run.
+  if (progress) progress->add_total(1 + log2_ceil(s.q_len) + 2 + 2 * log2_ceil(s.kv_len) + 5 + 1);
   const Index4& at = failure.index;
   Minimized result;
   const std::int64_t b = std::max<std::int64_t>(at.b, 0), h = std::max<std::int64_t>(at.h, 0);
@@ -136,6 +149,7 @@ std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& i
                                           result.inputs.problem.mask.describe(), "", std::nullopt);
   result.judged = judge_case_keeping(impl, result.inputs, d, device.get(), true);
   result.runs = m.runs + 1;
+  if (progress) progress->advance();
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/trace/judge.h"
+#include "reports/progress.h"
 
 namespace fc {
 
@@ -25,7 +26,9 @@ struct Minimized {
 };
 
 // `failure` is the divergence to keep (the same stage kind and cause); a GPU implementation
-// gets each candidate's inputs on the device.
-std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& inputs, const Divergence& failure);
+// gets each candidate's inputs on the device. `progress` is told the most runs it may take
+// and each run.
+std::optional<Minimized> minimize(Implementation& impl, const AttentionInputs& inputs, const Divergence& failure,
+                                  Progress* progress = nullptr);
 
 }  // namespace fc

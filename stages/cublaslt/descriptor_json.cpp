@@ -9,131 +9,96 @@
 namespace fc {
 namespace {
 
-void write_status(JsonWriter& json, cublasStatus_t status) {
-  json.begin_object().field("code", static_cast<std::int64_t>(status)).field("name", status_name(status)).end_object();
+Json status_json(cublasStatus_t status) {
+  return Json{{"code", static_cast<std::int64_t>(status)}, {"name", status_name(status)}};
 }
 
 template <class T>
-void integer_field(JsonWriter& json, const char* key, const ReadBack<T>& r) {
-  json.key(key);
-  if (r.ok()) {
-    json.value(static_cast<std::int64_t>(r.value));
-  } else {
-    json.null();
-  }
+Json integer_json(const ReadBack<T>& r) {
+  return r.ok() ? Json(static_cast<std::int64_t>(r.value)) : Json(nullptr);
 }
 
 template <class T, class Name>
-void named_field(JsonWriter& json, const char* key, const ReadBack<T>& r, Name name) {
-  json.key(key);
-  if (r.ok()) {
-    json.value(name(r.value));
-  } else {
-    json.null();
-  }
+Json named_json(const ReadBack<T>& r, Name name) {
+  return r.ok() ? Json(name(r.value)) : Json(nullptr);
 }
 
-void write_layout(JsonWriter& json, const LayoutRecord& l) {
-  json.begin_object();
-  named_field(json, "type", l.type, data_type_name);
-  named_field(json, "order", l.order, order_name);
-  integer_field(json, "rows", l.rows);
-  integer_field(json, "cols", l.cols);
-  integer_field(json, "ld", l.ld);
-  integer_field(json, "batch_count", l.batch_count);
-  integer_field(json, "strided_batch_offset", l.strided_batch_offset);
-  json.end_object();
+Json layout_json(const LayoutRecord& l) {
+  Json j;
+  j["type"] = named_json(l.type, data_type_name);
+  j["order"] = named_json(l.order, order_name);
+  j["rows"] = integer_json(l.rows);
+  j["cols"] = integer_json(l.cols);
+  j["ld"] = integer_json(l.ld);
+  j["batch_count"] = integer_json(l.batch_count);
+  j["strided_batch_offset"] = integer_json(l.strided_batch_offset);
+  return j;
 }
 
-void write_desc(JsonWriter& json, const MatmulDescRecord& m) {
-  json.begin_object();
-  named_field(json, "compute_type", m.compute_type, compute_type_name);
-  named_field(json, "scale_type", m.scale_type, data_type_name);
-  named_field(json, "transa", m.transa, operation_name);
-  named_field(json, "transb", m.transb, operation_name);
-  named_field(json, "epilogue", m.epilogue, epilogue_name);
-  named_field(json, "pointer_mode", m.pointer_mode, pointer_mode_name);
-  json.end_object();
+Json desc_json(const MatmulDescRecord& m) {
+  Json j;
+  j["compute_type"] = named_json(m.compute_type, compute_type_name);
+  j["scale_type"] = named_json(m.scale_type, data_type_name);
+  j["transa"] = named_json(m.transa, operation_name);
+  j["transb"] = named_json(m.transb, operation_name);
+  j["epilogue"] = named_json(m.epilogue, epilogue_name);
+  j["pointer_mode"] = named_json(m.pointer_mode, pointer_mode_name);
+  return j;
 }
 
-void write_algo(JsonWriter& json, const AlgoRecord& g) {
-  json.begin_object();
-  integer_field(json, "id", g.id);
-  integer_field(json, "tile_id", g.tile_id);
-  integer_field(json, "stages_id", g.stages_id);
-  integer_field(json, "splitk_num", g.splitk_num);
-  named_field(json, "reduction_scheme", g.reduction_scheme, reduction_scheme_name);
-  integer_field(json, "cta_swizzling", g.cta_swizzling);
-  integer_field(json, "custom_option", g.custom_option);
-  json.end_object();
+Json algo_json(const AlgoRecord& g) {
+  Json j;
+  j["id"] = integer_json(g.id);
+  j["tile_id"] = integer_json(g.tile_id);
+  j["stages_id"] = integer_json(g.stages_id);
+  j["splitk_num"] = integer_json(g.splitk_num);
+  j["reduction_scheme"] = named_json(g.reduction_scheme, reduction_scheme_name);
+  j["cta_swizzling"] = integer_json(g.cta_swizzling);
+  j["custom_option"] = integer_json(g.custom_option);
+  return j;
 }
 
-void write_set(JsonWriter& json, const SetEntry& e) {
-  json.begin_object()
-      .field("object", e.object)
-      .field("attribute", e.attribute)
-      .field("value", set_value_text(e))
-      .field("size", static_cast<std::int64_t>(e.size))
-      .field("expected_type", attribute_type_name(e.expected))
-      .field("expected_size", static_cast<std::int64_t>(attribute_type_size(e.expected)));
-  json.key("status");
-  write_status(json, e.status);
-  json.end_object();
+Json set_json(const SetEntry& e) {
+  Json j;
+  j["object"] = e.object;
+  j["attribute"] = e.attribute;
+  j["value"] = set_value_text(e);
+  j["size"] = static_cast<std::int64_t>(e.size);
+  j["expected_type"] = attribute_type_name(e.expected);
+  j["expected_size"] = static_cast<std::int64_t>(attribute_type_size(e.expected));
+  j["status"] = status_json(e.status);
+  return j;
 }
 
 }  // namespace
 
-void write_json(JsonWriter& json, const MatmulRecord& r) {
-  json.begin_object().field("name", r.name);
-  json.key("desc");
-  write_desc(json, r.desc);
-  json.key("layouts").begin_object();
-  const std::pair<const char*, const LayoutRecord*> layouts[] = {{"a", &r.a}, {"b", &r.b}, {"c", &r.c}, {"d", &r.d}};
-  for (const auto& [key, layout] : layouts) {
-    json.key(key);
-    write_layout(json, *layout);
-  }
-  json.end_object();
-  json.key("preference").begin_object();
-  integer_field(json, "max_workspace_bytes", r.preference.max_workspace_bytes);
-  json.end_object();
-  json.key("algo");
-  if (r.algo) {
-    write_algo(json, *r.algo);
-  } else {
-    json.null();
-  }
-  json.key("heuristic");
+Json record_json(const MatmulRecord& r) {
+  Json j;
+  j["name"] = r.name;
+  j["desc"] = desc_json(r.desc);
+  j["layouts"] = Json{{"a", layout_json(r.a)}, {"b", layout_json(r.b)}, {"c", layout_json(r.c)}, {"d", layout_json(r.d)}};
+  j["preference"] = Json{{"max_workspace_bytes", integer_json(r.preference.max_workspace_bytes)}};
+  j["algo"] = r.algo ? algo_json(*r.algo) : Json(nullptr);
   if (r.heuristic) {
-    json.begin_object()
-        .field("workspace_size", static_cast<std::int64_t>(r.heuristic->workspace_size))
-        .field("waves_count", static_cast<double>(r.heuristic->waves_count));
-    json.key("state");
-    write_status(json, r.heuristic->state);
-    json.end_object();
+    j["heuristic"] = Json{{"workspace_size", static_cast<std::int64_t>(r.heuristic->workspace_size)},
+                          {"waves_count", json_number(r.heuristic->waves_count)},
+                          {"state", status_json(r.heuristic->state)}};
   } else {
-    json.null();
+    j["heuristic"] = nullptr;
   }
-  json.key("sets").begin_array();
-  for (const SetEntry& e : r.sets) write_set(json, e);
-  json.end_array();
-  json.key("failed_gets").begin_array();
+  j["sets"] = Json::array();
+  for (const SetEntry& e : r.sets) j["sets"].push_back(set_json(e));
+  j["failed_gets"] = Json::array();
   for (const FailedRead& f : failed_reads(r)) {
-    json.begin_object().field("object", f.object).field("attribute", f.attribute);
-    json.key("status");
-    write_status(json, f.status);
-    json.end_object();
+    j["failed_gets"].push_back(Json{{"object", f.object}, {"attribute", f.attribute}, {"status", status_json(f.status)}});
   }
-  json.end_array();
-  json.end_object();
+  return j;
 }
 
-void write_json(JsonWriter& json, const std::vector<LintFinding>& findings) {
-  json.begin_array();
-  for (const LintFinding& f : findings) {
-    json.begin_object().field("rule", f.rule).field("operand", f.operand).field("message", f.message).end_object();
-  }
-  json.end_array();
+Json findings_json(const std::vector<LintFinding>& findings) {
+  Json j = Json::array();
+  for (const LintFinding& f : findings) j.push_back(Json{{"rule", f.rule}, {"operand", f.operand}, {"message", f.message}});
+  return j;
 }
 
 }  // namespace fc

@@ -15,13 +15,13 @@
 //   findings[]: rule, operand, message
 #include <vector>
 
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "stages/cublaslt/descriptor_record.h"
 #include "stages/cublaslt/lint.h"
 
 namespace fc {
 
-void write_json(JsonWriter& json, const MatmulRecord& record);
-void write_json(JsonWriter& json, const std::vector<LintFinding>& findings);
+Json record_json(const MatmulRecord& record);
+Json findings_json(const std::vector<LintFinding>& findings);
 
 }  // namespace fc
