@@ -170,13 +170,24 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
                  " masked): the row max is -inf and exp(-inf - (-inf)) gave " + number_text(k) + " in " + r.stage_name;
     return;
   }
-  // Out of range only when the value really exceeds the format (a -inf where the reference
-  // is an ordinary score is a mask, tested below).
-  if (r.kind == StageKind::qk && std::isfinite(ref) && std::fabs(ref) > max_finite(r.dtype)) {
-    d.cause = "score-overflow";
-    d.evidence = "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " + number_text(k) +
-                 ": it overflows " + dtype_name(r.dtype) + " (largest finite " + number_text(max_finite(r.dtype)) + ")";
-    return;
+  // Out of range only when a value really exceeds the format it is stored in: the score, or
+  // (an infinity of the score's sign) the unscaled product q.k a GEMM stores before the scale.
+  // A -inf where neither is out of range is a mask, tested by the hypotheses below.
+  if (r.kind == StageKind::qk && std::isfinite(ref)) {
+    const double unscaled = ref / inputs.problem.scale, largest = max_finite(r.dtype);
+    const bool stored_inf = std::isinf(k) && (k > 0) == (ref > 0);
+    if (std::fabs(ref) > largest || (stored_inf && std::fabs(unscaled) > largest)) {
+      d.cause = "score-overflow";
+      d.evidence = std::fabs(ref) > largest
+                       ? "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " +
+                             number_text(k) + ": it overflows " + dtype_name(r.dtype) + " (largest finite " +
+                             number_text(largest) + ")"
+                       : "the score at " + at_text(d.index) + " is " + number_text(ref) + ", but before the scale " +
+                             number_text(inputs.problem.scale) + " it is " + number_text(unscaled) + ", beyond " +
+                             dtype_name(r.dtype) + "'s " + number_text(largest) + ": the kernel stored " + number_text(k) +
+                             " (is q.k formed in " + dtype_name(r.dtype) + " before it is scaled?)";
+      return;
+    }
   }
   if (bad_value && r.kind == StageKind::softmax && row.row_max > kFp32ExpOverflow) {
     const std::optional<double> s = captured_score(run, outputs, r, d.index);
