@@ -149,6 +149,16 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   const RowContext row = *d.row;
 
   if (const std::optional<std::size_t> earlier = unchanged_since(run, i)) {
+    // An in-place rescale that left the accumulator bit for bit as it was, where the reference
+    // rescales it (this element is wrong): the rescale was skipped, a factor of 1.
+    if (r.kind == StageKind::rescale && std::isfinite(k) && std::isfinite(ref)) {
+      d.cause = "rescale-error";
+      d.evidence = r.stage_name + " left '" + run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id)) +
+                   "' bit for bit as " + outputs[*earlier].name + " wrote it: the accumulator was not rescaled (" +
+                   number_text(k) + " at " + at_text(d.index) + ", rescaled by the running max's change it is " +
+                   number_text(ref) + ")";
+      return;
+    }
     d.cause = "unwritten-output";
     d.evidence = r.stage_name + " did not write '" +
                  run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id)) + "': it still holds " +

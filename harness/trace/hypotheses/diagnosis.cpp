@@ -15,6 +15,21 @@ bool Diagnosis::key_indexed() const {
          result.quantity == Quantity::p_tilde;
 }
 
+std::vector<const BadElement*> Diagnosis::probes(std::size_t count) const {
+  std::vector<const BadElement*> out;
+  std::vector<std::int64_t> rows;
+  for (const BadElement& e : bad) {  // the first bad element of each bad row, in order
+    if (rows.empty() || rows.back() != e.row) {
+      rows.push_back(e.row);
+      out.push_back(&e);
+    }
+  }
+  if (out.size() <= count) return out;
+  std::vector<const BadElement*> spread;
+  for (std::size_t k = 0; k < count; ++k) spread.push_back(out[k * (out.size() - 1) / (count - 1)]);
+  return spread;
+}
+
 bool Diagnosis::explains(const BadElement& e, double predicted) const {
   const double k = e.kernel;
   if (!std::isfinite(predicted) || !std::isfinite(k)) return predicted == k;

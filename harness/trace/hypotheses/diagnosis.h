@@ -43,6 +43,9 @@ struct Diagnosis {
   std::int64_t bad_total = 0;
 
   bool key_indexed() const;  // scores, probs, p~: columns are keys
+  // A few bad elements to draw candidates from, spread over the bad rows (the first bad row
+  // may hold garbage no hypothesis predicts, e.g. a row never written).
+  std::vector<const BadElement*> probes(std::size_t count = 4) const;
   // Whether `predicted` explains the kernel's value at e.
   bool explains(const BadElement& e, double predicted) const;
 };

@@ -1,7 +1,8 @@
 // missing-keys / duplicated-keys: the output equals attention with a key, or a range of keys
 // (a tile, or every key from some point on), left out or counted twice. With p the row's
 // probabilities and o its output, dropping the keys J gives (o - sum_J p_j v_j) / (1 - sum_J p_j)
-// and counting them twice (o + sum_J p_j v_j) / (1 + sum_J p_j). Candidates come from the
+// and counting them twice (o + sum_J p_j v_j) / (1 + sum_J p_j) when it happens before the
+// softmax normalizes; in P.V alone, o -/+ sum_J p_j v_j. Candidates come from the
 // first bad row (every single key, aligned tiles of 16 to 128 keys, every tail) and are then
 // tested on every bad element, each row with its own probabilities.
 #include <algorithm>
@@ -19,7 +20,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Range {
   std::int64_t begin, end;  // keys [begin, end)
   bool twice;
-  bool operator<(const Range& o) const { return std::tie(begin, end, twice) < std::tie(o.begin, o.end, o.twice); }
+  bool renormalized = true;  // before the softmax (the weights renormalized), or in P.V alone
 };
 
 struct Row {
@@ -57,7 +58,7 @@ double predicted(const Diagnosis& d, const Row& row, const Range& range, std::in
     weighted += row.p[static_cast<std::size_t>(j)] * d.head.v(j, col);
   }
   const double sign = range.twice ? 1.0 : -1.0;
-  const double denominator = 1 + sign * mass;
+  const double denominator = range.renormalized ? 1 + sign * mass : 1.0;
   return denominator <= 0 ? std::numeric_limits<double>::quiet_NaN() : (row.o(0, col) + sign * weighted) / denominator;
 }
 
@@ -88,12 +89,14 @@ Explanation test_key_range(const Diagnosis& d) {
     if (e.row == first_row) first.push_back(&e);
   }
   std::vector<Range> ranges;
-  for (bool twice : {false, true}) {
-    for (std::int64_t j = 0; j < keys; ++j) ranges.push_back({j, j + 1, twice});
-    for (std::int64_t w : {16, 32, 64, 128}) {
-      for (std::int64_t j = 0; j + 1 < keys && w < keys; j += w) ranges.push_back({j, std::min(keys, j + w), twice});
+  for (bool renormalized : {true, false}) {
+    for (bool twice : {false, true}) {
+      for (std::int64_t j = 0; j < keys; ++j) ranges.push_back({j, j + 1, twice, renormalized});
+      for (std::int64_t w : {16, 32, 64, 128}) {
+        for (std::int64_t j = 0; j + 1 < keys && w < keys; j += w) ranges.push_back({j, std::min(keys, j + w), twice, renormalized});
+      }
+      for (std::int64_t j = 1; j < keys; ++j) ranges.push_back({j, keys, twice, renormalized});
     }
-    for (std::int64_t j = 1; j < keys; ++j) ranges.push_back({j, keys, twice});
   }
   std::vector<Range> fitting;
   for (const Range& r : ranges) {
@@ -118,7 +121,8 @@ Explanation test_key_range(const Diagnosis& d) {
       best_n = n;
       best = {r.twice ? "duplicated-keys" : "missing-keys", static_cast<double>(n) / static_cast<double>(d.bad.size()),
               d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) +
-                  " equals attention with " + range_text(r, keys) + (r.twice ? " counted twice" : " left out") + ": " +
+                  " equals attention with " + range_text(r, keys) + (r.twice ? " counted twice" : " left out") +
+                  (r.renormalized ? "" : " of P·V (the softmax weights kept)") + ": " +
                   explained_text(d, n)};
     }
   }

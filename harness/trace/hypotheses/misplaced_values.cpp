@@ -45,10 +45,9 @@ Explanation test_misplaced_values(const Diagnosis& d) {
   if (!d.reference_tensor) return {};
   const HostTensor& ref = *d.reference_tensor;
   std::map<Shift, int> candidates;
-  std::size_t probes = 0;
-  for (const BadElement& e : d.bad) {
-    if (probes >= 3 || !std::isfinite(e.kernel) || e.kernel == 0) continue;
-    ++probes;
+  for (const BadElement* probe_element : d.probes()) {
+    const BadElement& e = *probe_element;
+    if (!std::isfinite(e.kernel) || e.kernel == 0) continue;
     for (std::int64_t flat = 0; flat < ref.numel(); ++flat) {
       const Index4 at = index_in(dims, flat);
       if (at.b == d.b && at.h == d.h && at.row == e.r && at.col == e.c) continue;

@@ -159,12 +159,9 @@ Explanation test_wrong_operand(const Diagnosis& d) {
   Explanation best;
   std::size_t best_n = 0;
   // The first bad elements that give candidates (a few, in case the first is a coincidence).
-  std::size_t probes = 0;
-  for (const BadElement& e : d.bad) {
-    if (probes >= 3) break;
-    const std::vector<Candidate> cs = search.candidates(e);
+  for (const BadElement* probe : d.probes(3)) {
+    const std::vector<Candidate> cs = search.candidates(*probe);
     if (cs.empty()) continue;
-    ++probes;
     for (const Candidate& c : cs) {
       const std::size_t n = search.explained(c);
       if (n > best_n) {
