@@ -37,120 +37,15 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from flashcore_capture import _as_array  # noqa: E402  (torch or numpy to numpy, bfloat16 as its bits)
-
-
-def _int32(x):
-    return None if x is None else np.ascontiguousarray(_as_array(x)[0]).astype(np.int32)
+from flashcore_capture import capture  # noqa: E402  (the one writer of reports and captures)
 
 
 def save_report(path, q, k, v, attn_mask=None, scale=None, is_causal=False, window_size=None, softcap=None,
                 alibi_slopes=None, cu_seqlens_q=None, cu_seqlens_k=None, block_table=None, seqused_k=None):
-    (q, bf16), (k, _), (v, _) = _as_array(q), _as_array(k), _as_array(v)
-    mask = None if attn_mask is None else _as_array(attn_mask)[0]
-    slopes = None if alibi_slopes is None else _as_array(alibi_slopes)[0].astype(np.float32)
-    layout = {"cu_seqlens_q": _int32(cu_seqlens_q), "cu_seqlens_k": _int32(cu_seqlens_k),
-              "block_table": _int32(block_table), "seqused_k": _int32(seqused_k)}
-    if path.endswith(".h5"):
-        cache = k.shape[:2] if layout["block_table"] is not None else None  # (num_blocks, block_size)
-        _save_h5(path, q, k, v, mask, scale, is_causal, bf16, window_size, softcap, slopes, layout, cache)
-        return
-    arrays = {"q": q, "k": k, "v": v, "is_causal": np.bool_(is_causal)}
-    if bf16:
-        arrays["dtype"] = np.array("bfloat16")
-    if mask is not None:
-        arrays["attn_mask"] = mask
-    if scale is not None:
-        arrays["scale"] = np.float64(scale)
-    if window_size is not None:
-        arrays["window_size"] = np.array(window_size, dtype=np.int32)
-    if softcap is not None:
-        arrays["softcap"] = np.float64(softcap)
-    if slopes is not None:
-        arrays["alibi_slopes"] = slopes
-    arrays.update({name: a for name, a in layout.items() if a is not None})
-    np.savez(path, **arrays)
-
-
-def _padded(packed, cu, longest):
-    """[total, H, D] rows of each sequence (offsets cu) as [B, H, longest, D], zeros past each length."""
-    out = np.zeros((len(cu) - 1, packed.shape[1], longest, packed.shape[2]), dtype=packed.dtype)
-    for b in range(len(cu) - 1):
-        out[b, :, : cu[b + 1] - cu[b]] = packed[cu[b]: cu[b + 1]].transpose(1, 0, 2)
-    return out
-
-
-def _logical(q, k, v, layout):
-    """The padded [B,H,S,D] tensors and per-sequence lengths of FlashAttention's layouts."""
-    cu_q, cu_k, table, used = (layout[n] for n in ("cu_seqlens_q", "cu_seqlens_k", "block_table", "seqused_k"))
-    q_lens = kv_lens = None
-    if cu_q is not None:
-        q_lens = np.diff(cu_q)
-        q = _padded(q, cu_q, max(1, int(q_lens.max())))
-    if table is not None:
-        kv_lens = used
-        block = k.shape[1]
-        longest = max(1, int(used.max()))
-        batch, heads = table.shape[0], k.shape[2]
-        k_pad = np.zeros((batch, heads, longest, k.shape[3]), dtype=k.dtype)
-        v_pad = np.zeros_like(k_pad)
-        for b in range(batch):
-            for j in range(int(used[b])):
-                k_pad[b, :, j] = k[table[b, j // block], j % block]
-                v_pad[b, :, j] = v[table[b, j // block], j % block]
-        k, v = k_pad, v_pad
-    elif cu_k is not None:
-        kv_lens = np.diff(cu_k)
-        longest = max(1, int(kv_lens.max()))
-        k, v = _padded(k, cu_k, longest), _padded(v, cu_k, longest)
-    if (q_lens is None) != (kv_lens is None):  # one side given: the other is every sequence's full length
-        if q_lens is None:
-            q_lens = np.full(q.shape[0], q.shape[2])
-        else:
-            kv_lens = np.full(k.shape[0], k.shape[2])
-    return q, k, v, q_lens, kv_lens
-
-
-def _save_h5(path, q, k, v, mask, scale, is_causal, bf16, window_size, softcap, slopes, layout, cache):
-    import h5py
-
-    q, k, v, q_lens, kv_lens = _logical(q, k, v, layout)
-    b, h, sq, d = q.shape
-    hkv, sk = k.shape[1], k.shape[2]
-    dtype = "bf16" if bf16 else {np.dtype("float16"): "fp16", np.dtype("float32"): "fp32"}[q.dtype]
-    with h5py.File(path, "w") as f:
-        f.attrs["schema"] = "flashcore-check"
-        f.attrs["schema_version"] = np.int64(2)
-        f.attrs["kind"] = "report"
-        meta = f.create_group("meta")
-        meta.attrs["shape"] = np.array([b, h, sq, sk, d], dtype=np.int64)
-        meta.attrs["kv_heads"] = np.int64(hkv)
-        meta.attrs["dtype"] = dtype
-        meta.attrs["scale"] = float(scale if scale is not None else 1.0 / np.sqrt(d))
-        meta.attrs["causal"] = "top_left" if is_causal else "none"
-        meta.attrs["softcap"] = float(softcap or 0.0)
-        meta.attrs["window"] = np.array(window_size if window_size is not None else (-1, -1), dtype=np.int64)
-        meta.attrs["source"] = path
-        meta.attrs["seed"] = np.int64(-1)
-        for name, x in (("q", q), ("k", k), ("v", v)):
-            ds = f.create_dataset("inputs/" + name, data=x)
-            if bf16:
-                ds.attrs["dtype"] = "bfloat16"
-        if mask is not None:
-            mask = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
-            if mask.dtype == np.bool_:
-                f.create_dataset("inputs/mask", data=mask.astype(np.uint8)).attrs["dtype"] = "bool"
-            else:
-                f.create_dataset("inputs/mask", data=mask.astype(np.float32))
-        if slopes is not None:
-            f.create_dataset("inputs/alibi_slopes", data=slopes.astype(np.float64))
-        if q_lens is not None:
-            f.create_dataset("inputs/q_lens", data=np.asarray(q_lens, dtype=np.int32))
-            f.create_dataset("inputs/kv_lens", data=np.asarray(kv_lens, dtype=np.int32))
-        if cache is not None:
-            f.create_dataset("inputs/block_table", data=layout["block_table"])
-            meta.attrs["num_blocks"] = np.int64(cache[0])
-            meta.attrs["block_size"] = np.int64(cache[1])
+    """A report holds the inputs alone: python/flashcore_capture.py's capture without outputs."""
+    capture(path, q, k, v, attn_mask=attn_mask, scale=scale, is_causal=is_causal, window_size=window_size,
+            softcap=softcap, alibi_slopes=alibi_slopes, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+            block_table=block_table, seqused_k=seqused_k)
 
 
 def _demo(directory):

@@ -340,6 +340,25 @@ TEST_CASE("a summary chart draws each series' points with gaps for NaN and lists
   CHECK(html.find("Sk (log scale)") != std::string::npos);
 }
 
+TEST_CASE("sensitivity writes its detection rates against Sk as charts in the HTML report", "[html]") {
+  const fs::path page = fs::temp_directory_path() / ("fc_sensitivity_" + std::to_string(::getpid()) + ".html");
+  const std::string command = std::string(FC_CLI_PATH) +
+                              " sensitivity --impl cpu-emulated --sk 64 --sk 256 --dtype fp16 --seeds 1 --html " +
+                              page.string() + " >/dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::ifstream in(page);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string html = text.str();
+  CHECK(html.find("id=\"sensitivity-cpu-emulated-fp16\"") != std::string::npos);
+  CHECK(html.find("drop-key") != std::string::npos);
+  CHECK(html.find("<td>256</td>") != std::string::npos);
+  CHECK(html.find("<circle") != std::string::npos);
+  fs::remove(page);
+}
+
 TEST_CASE("an HTML report of 64 heads x S 4096 stays under 20 MB", "[html][slow]") {
   // Synthetic worst case for the compressor: one element in 256 non-zero at a random
   // err/bound (so every 16 x 16 cell's max is random), NaN, Inf and unwritten masks in every

@@ -278,6 +278,11 @@ int run_cli(int argc, char** argv) {
   add_bound_option(*sensitivity_cmd, sensitivity.judge);
   sensitivity_cmd->add_option("--json", sensitivity.reports.json, "also write the cells as JSON to FILE")
       ->group("Output");
+  sensitivity_cmd
+      ->add_option("--html", sensitivity.reports.html,
+                   "also write a self-contained HTML report to FILE: detection rate against Sk per implementation "
+                   "and dtype, the cells as tables, any false alarm")
+      ->group("Output");
 
   CLI::App* version = app.add_subcommand("version", "print the version, build and device");
 

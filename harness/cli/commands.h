@@ -121,7 +121,7 @@ struct SensitivityCommand {
   int seeds = 4;
   std::int64_t rows = 32;
   JudgeOptions judge;
-  ReportFiles reports;  // json only
+  ReportFiles reports;  // json and html
   std::string command_line;
 };
 int run_sensitivity(const SensitivityCommand& command);

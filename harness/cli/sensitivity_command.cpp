@@ -1,10 +1,14 @@
 // flashcore-check sensitivity: detection power. Each implementation runs clean on seeded
 // cases at several key lengths (a divergence there is a false alarm); then small realistic
 // bugs are planted into its captured stage outputs and judged (harness/sensitivity/).
+#include <cmath>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/report_files.h"
 #include "harness/io/staged_file.h"
 #include "harness/io/text_output.h"
 #include "harness/sensitivity/sensitivity_report.h"
@@ -12,6 +16,44 @@
 #include "stages/device_info.h"
 
 namespace fc {
+namespace {
+
+// One chart per implementation and dtype: the detection rate of each perturbation (over the
+// stages it was planted in) against Sk, as the README's table summarizes it.
+std::vector<HtmlChart> detection_charts(const SensitivityResult& r, const std::vector<std::int64_t>& kv_lens) {
+  std::map<std::pair<std::string, DType>, std::map<std::string, std::map<std::int64_t, std::pair<int, int>>>> rates;
+  for (const SensitivityCell& c : r.cells) {
+    if (c.perturbation == "element-scale") continue;  // a scan of deltas, not a rate
+    auto& at = rates[{c.impl, c.dtype}][c.perturbation][c.kv_len];
+    at.first += c.detected;
+    at.second += c.trials;
+  }
+  std::vector<HtmlChart> charts;
+  for (const auto& [key, perturbations] : rates) {
+    HtmlChart chart;
+    chart.id = "sensitivity-" + key.first + "-" + dtype_name(key.second);
+    chart.title = key.first + " " + dtype_name(key.second) + ": detection rate against Sk";
+    chart.caption = "planted perturbations caught, over every stage kind they were planted in";
+    chart.x_label = "Sk";
+    chart.y_label = "detection rate";
+    chart.log_x = true;
+    for (std::int64_t k : kv_lens) chart.x.push_back(static_cast<double>(k));
+    for (const auto& [name, by_sk] : perturbations) {
+      HtmlSeries series{name, {}};
+      for (std::int64_t k : kv_lens) {
+        const auto it = by_sk.find(k);
+        series.y.push_back(it == by_sk.end() || it->second.second == 0
+                               ? std::nan("")
+                               : static_cast<double>(it->second.first) / it->second.second);
+      }
+      chart.series.push_back(std::move(series));
+    }
+    charts.push_back(std::move(chart));
+  }
+  return charts;
+}
+
+}  // namespace
 
 int run_sensitivity(const SensitivityCommand& command) {
   SensitivityOptions options;
@@ -32,6 +74,7 @@ int run_sensitivity(const SensitivityCommand& command) {
   options.judged_by = command.judge.judged_by;
 
   if (!command.reports.json.empty()) check_output_path(command.reports.json);
+  if (!command.reports.html.empty()) check_output_path(command.reports.html);
   const DeviceInfo device = device_info();
   std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
   std::vector<std::unique_ptr<Implementation>> runnable;
@@ -73,6 +116,12 @@ int run_sensitivity(const SensitivityCommand& command) {
   if (!command.reports.json.empty()) {
     write_text_file(command.reports.json,
                     [&](std::ostream& out) { write_sensitivity_json(out, command.command_line, all); });
+  }
+  if (!command.reports.html.empty()) {
+    HtmlReportBuilder html = html_report(command.reports, "sensitivity", command.command_line);
+    for (HtmlChart& chart : detection_charts(all, options.kv_lens)) html.add_summary(std::move(chart));
+    for (const CaseResult& r : all.false_alarms) html.add_result(r, "a false alarm: a clean run that did not pass");
+    html.write();
   }
   return all.false_alarms.empty() ? kExitPass : kExitDiverged;
 }

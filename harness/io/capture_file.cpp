@@ -9,9 +9,12 @@
 namespace fc {
 namespace {
 
-// The arrays of an SDPA report (harness/io/sdpa_report.h): read as the inputs.
+// The arrays of an SDPA report (harness/io/sdpa_report.h), FlashAttention's arguments
+// included: read as the inputs.
 const std::vector<std::string>& report_names() {
-  static const std::vector<std::string> names{"q", "k", "v", "attn_mask", "scale", "is_causal", "dtype"};
+  static const std::vector<std::string> names{"q",           "k",           "v",            "attn_mask",    "scale",
+                                              "is_causal",   "dtype",       "window_size",  "softcap",      "alibi_slopes",
+                                              "cu_seqlens_q", "cu_seqlens_k", "block_table", "seqused_k"};
   return names;
 }
 
