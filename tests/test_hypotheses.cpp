@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "catch.h"
+#include "support/full_chain.h"
 #include "harness/inputs.h"
 #include "harness/trace/judge.h"
 #include "kernels/cpu_emulated/buffer_io.h"
@@ -29,15 +30,7 @@ class Planted final : public Implementation {
   std::string name() const override { return "planted"; }
   std::string summary() const override { return "test"; }
   bool on_gpu() const override { return false; }
-  StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm.kind = Algorithm::Kind::full;
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    g.stages = {{StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
-                {StageKind::softmax, -1, -1, {{"", Quantity::probs, DType::f32}}},
-                {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}}};
-    return g;
-  }
+  StageGraph stage_graph(const Problem& p) const override { return test::full_chain_graph(p); }
   void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
     scores_ = &ws.allocate("scores", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);

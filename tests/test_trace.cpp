@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "catch.h"
+#include "support/full_chain.h"
 #include "harness/trace/judge.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/emulate.h"
@@ -31,15 +32,7 @@ class OneStage : public Implementation {
  public:
   std::string summary() const override { return "test"; }
   bool on_gpu() const override { return false; }
-  StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g;
-    g.algorithm.kind = Algorithm::Kind::full;
-    g.arithmetic = nominal_arithmetic(p.dtype);
-    g.stages = {{StageKind::qk, -1, -1, {{"", Quantity::scores, DType::f32}}},
-                {StageKind::softmax, -1, -1, {{"", Quantity::probs, DType::f32}}},
-                {StageKind::pv, -1, -1, {{"", Quantity::output, p.dtype}}}};
-    return g;
-  }
+  StageGraph stage_graph(const Problem& p) const override { return test::full_chain_graph(p); }
   void prepare(const Problem& p, Workspace& ws, bool) override {
     const Shape& s = p.shape;
     scores_ = &ws.allocate("scores", DType::f32, s.batch * s.heads * s.q_len * s.kv_len);
