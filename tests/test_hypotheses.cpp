@@ -152,6 +152,24 @@ TEST_CASE("hypothesis wrong-operand: Q read 5 rows late", "[trace][hypotheses]")
   CHECK(d.evidence.find("Q read 5 rows past") != std::string::npos);
 }
 
+TEST_CASE("hypothesis wrong-operand in P.V: V read transposed", "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR& p, MatrixR& out) {
+    const MatrixR v = head_inputs(in, b, h).v;
+    MatrixR transposed(v.rows(), v.cols());
+    for (Eigen::Index j = 0; j < v.rows(); ++j) {
+      for (Eigen::Index c = 0; c < v.cols(); ++c) {
+        const Eigen::Index flat = c * v.rows() + j;
+        transposed(j, c) = v(flat / v.cols(), flat % v.cols());
+      }
+    }
+    out = emu::pv(p, transposed, nullptr, DType::f32, in.problem.dtype);
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.stage == "pv");
+  CHECK(d.cause == "wrong-operand");
+  CHECK(d.evidence.find("V read transposed") != std::string::npos);
+}
+
 TEST_CASE("hypothesis misplaced-values: each head's output written into the next head's slot", "[trace][hypotheses]") {
   Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
     if (h > 0) out = output_with(in, b, h - 1, [](MatrixR&) {});

@@ -86,8 +86,8 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
 
 std::vector<Explanation> test_hypotheses(const Diagnosis& d) {
   if (d.bad.empty()) return {};
-  return {test_mask_mismatch(d), test_wrong_operand(d), test_key_range(d), test_misplaced_values(d),
-          test_scale_mismatch(d)};
+  return {test_mask_mismatch(d),    test_wrong_operand(d),   test_wrong_value_operand(d), test_key_range(d),
+          test_misplaced_values(d), test_scale_mismatch(d)};
 }
 
 Explanation best_explanation(const std::vector<Explanation>& all) {

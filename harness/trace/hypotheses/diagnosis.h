@@ -74,6 +74,7 @@ Explanation best_explanation(const std::vector<Explanation>& all);
 // One family a file (harness/trace/hypotheses/*.cpp).
 Explanation test_mask_mismatch(const Diagnosis& d);
 Explanation test_wrong_operand(const Diagnosis& d);
+Explanation test_wrong_value_operand(const Diagnosis& d);
 Explanation test_misplaced_values(const Diagnosis& d);
 Explanation test_key_range(const Diagnosis& d);
 Explanation test_scale_mismatch(const Diagnosis& d);
