@@ -282,6 +282,37 @@ void write_production(H5Writer& out, const TraceRun& run, const CaseResult& resu
   }
 }
 
+// One captured output's record (/stages/N or /production/N): its flags, view and, when
+// stored, its tensor, which must have the dims and dtype its stage declares.
+Captured read_captured(const H5Reader& in, const std::string& o, const Fields& f, const StageGraph& g,
+                       const Shape& shape, std::size_t stage_index, std::size_t output_index, std::size_t buffers) {
+  const Stage& stage = g.stages[stage_index];
+  const StageOutput& output = stage.outputs[output_index];
+  Captured c;
+  c.stage = stage_index;
+  c.output = output_index;
+  c.present = f.integer("captured") != 0;
+  c.problem = f.text("capture_problem");
+  c.flags = read_flags(f);
+  c.view.dtype = output.dtype;
+  c.view.buffer_id = static_cast<int>(f.integer("buffer_id"));
+  if (c.view.buffer_id < 0 || static_cast<std::size_t>(c.view.buffer_id) >= buffers) f.fail("buffer id out of range");
+  try {
+    c.view.dims = output_dims(shape, g.algorithm, stage, output);
+  } catch (const Error& e) {
+    f.fail(e.what());
+  }
+  if (f.integer("stored") != 0) {
+    if (!in.exists(o + "/data")) f.fail("stored, but data is missing");
+    c.tensor = in.read_tensor(o + "/data");
+    if (c.tensor.dims() != c.view.dims || c.tensor.dtype() != output.dtype) {
+      throw file_error(in.path(), o + "/data: " + dtype_name(c.tensor.dtype()) + " " + dims_string(c.tensor.dims()) +
+                                      ", the stage says " + dtype_name(output.dtype) + " " + dims_string(c.view.dims));
+    }
+  }
+  return c;
+}
+
 ProductionRun read_production(const H5Reader& in, const StageGraph& g, const Shape& shape) {
   ProductionRun p;
   if (!in.exists("/production")) return p;  // schema 1, or a run without one
@@ -308,31 +339,8 @@ ProductionRun read_production(const H5Reader& in, const StageGraph& g, const Sha
     const Stage& stage = g.stages[static_cast<std::size_t>(stage_index)];
     const StageOutput& output = stage.outputs[static_cast<std::size_t>(output_index)];
     if (!is_result(output.quantity)) f.fail("not a result of a production build");
-    Captured c;
-    c.stage = static_cast<std::size_t>(stage_index);
-    c.output = static_cast<std::size_t>(output_index);
-    c.present = f.integer("captured") != 0;
-    c.problem = f.text("capture_problem");
-    c.flags = read_flags(f);
-    c.view.dtype = output.dtype;
-    c.view.buffer_id = static_cast<int>(f.integer("buffer_id"));
-    if (c.view.buffer_id < 0 || static_cast<std::size_t>(c.view.buffer_id) >= p.buffer_names.size()) {
-      f.fail("buffer id out of range");
-    }
-    try {
-      c.view.dims = output_dims(shape, g.algorithm, stage, output);
-    } catch (const Error& e) {
-      f.fail(e.what());
-    }
-    if (f.integer("stored") != 0) {
-      if (!in.exists(o + "/data")) f.fail("stored, but data is missing");
-      c.tensor = in.read_tensor(o + "/data");
-      if (c.tensor.dims() != c.view.dims || c.tensor.dtype() != output.dtype) {
-        throw file_error(in.path(), o + "/data: " + dtype_name(c.tensor.dtype()) + " " + dims_string(c.tensor.dims()) +
-                                        ", the stage says " + dtype_name(output.dtype) + " " + dims_string(c.view.dims));
-      }
-    }
-    p.results.push_back(std::move(c));
+    p.results.push_back(read_captured(in, o, f, g, shape, static_cast<std::size_t>(stage_index),
+                                      static_cast<std::size_t>(output_index), p.buffer_names.size()));
   }
   return p;
 }
@@ -466,31 +474,8 @@ Snapshot read_snapshot(const H5Reader& in) {
                        parse_dtype_field(f, f.text("dtype")), f.real("value_scale")};
     stage.outputs.push_back(output);
 
-    Captured c;
-    c.stage = static_cast<std::size_t>(stage_index);
-    c.output = static_cast<std::size_t>(output_index);
-    c.present = f.integer("captured") != 0;
-    c.problem = f.text("capture_problem");
-    c.flags = read_flags(f);
-    c.view.dtype = output.dtype;
-    c.view.buffer_id = static_cast<int>(f.integer("buffer_id"));
-    if (c.view.buffer_id < 0 || static_cast<std::size_t>(c.view.buffer_id) >= s.run.buffer_names.size()) {
-      f.fail("buffer id out of range");
-    }
-    try {
-      c.view.dims = output_dims(shape, g.algorithm, stage, output);
-    } catch (const Error& e) {
-      f.fail(e.what());
-    }
-    if (f.integer("stored") != 0) {
-      if (!in.exists(o + "/data")) f.fail("stored, but data is missing");
-      c.tensor = in.read_tensor(o + "/data");
-      if (c.tensor.dims() != c.view.dims || c.tensor.dtype() != output.dtype) {
-        throw file_error(in.path(), o + "/data: " + dtype_name(c.tensor.dtype()) + " " + dims_string(c.tensor.dims()) +
-                                        ", the stage says " + dtype_name(output.dtype) + " " + dims_string(c.view.dims));
-      }
-    }
-    s.run.captured.push_back(std::move(c));
+    s.run.captured.push_back(read_captured(in, o, f, g, shape, static_cast<std::size_t>(stage_index),
+                                           static_cast<std::size_t>(output_index), s.run.buffer_names.size()));
   }
   if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
     throw file_error(in.path(), "/stages: a stage of /graph has no output");
