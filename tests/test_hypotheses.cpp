@@ -6,9 +6,12 @@
 #include <limits>
 
 #include "catch.h"
+#include "core/numeric.h"
 #include "support/full_chain.h"
 #include "harness/inputs.h"
 #include "harness/trace/judge.h"
+#include "harness/trace/session.h"
+#include "kernels/implementation.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/emulate.h"
 #include "reference/attention.h"
@@ -211,7 +214,76 @@ TEST_CASE("no hypothesis: values nobody predicts are unknown, with the best part
     out.row(3).setConstant(0.3017);
   });
   const Divergence d = diverged(impl, case_of("none"));
-  CHECK(d.cause == "unknown");
+  CHECK(d.cause == "unknown");  // the same values on every run: no race either
+}
+
+TEST_CASE("hypothesis precision-loss: P.V accumulated in fp16, found by re-emulating the stage", "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR& p, MatrixR& out) {
+    const MatrixR v = head_inputs(in, b, h).v;
+    for (Eigen::Index i = 0; i < p.rows(); ++i) {
+      for (Eigen::Index c = 0; c < v.cols(); ++c) {
+        double acc = 0;
+        for (Eigen::Index j = 0; j < p.cols(); ++j) acc = round_to(DType::f16, acc + round_to(DType::f32, p(i, j)) * v(j, c));
+        out(i, c) = round_to(in.problem.dtype, acc);
+      }
+    }
+  });
+  CaseSpec spec = case_of("none");
+  spec.shape = {1, 2, 16, 512, 64};
+  const Divergence d = diverged(impl, spec);
+  CHECK(d.stage == "pv");
+  CHECK(d.cause == "precision-loss");
+  CHECK(d.evidence.find("accumulated in fp16") != std::string::npos);
+}
+
+TEST_CASE("hypothesis race: an output that changes from run to run on the same inputs", "[trace][hypotheses]") {
+  // Row 3 takes whatever a stale buffer held: here, a value that depends on how many runs came before.
+  int runs = 0;
+  Planted impl(nullptr, [&runs](const AttentionInputs&, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    if (b == 0 && h == 0) ++runs;
+    out.row(3).setConstant(0.3017 + 0.125 * runs);
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.stage == "pv");
+  CHECK(d.cause == "race");
+  CHECK(d.evidence.find("pv is not repeatable: run 2 on the same inputs differs from run 1") != std::string::npos);
+  CHECK(runs == 3);  // the trace build, the production build and one rerun: the first rerun differed
+}
+
+namespace {
+// The head (b, h) of the captured output with this quantity and tile.
+Captured& captured_at(TraceRun& run, Quantity q, int tile) {
+  for (Captured& c : run.captured) {
+    const Stage& st = run.graph.stages[c.stage];
+    if (st.outputs[c.output].quantity == q && st.tile == tile) return c;
+  }
+  FAIL("no captured output of that quantity and tile");
+  throw;
+}
+}  // namespace
+
+TEST_CASE("hypothesis rescale-error: the accumulator rescaled by the inverse of exp(m_prev - m_new)", "[trace][hypotheses]") {
+  // A real run of cpu-emulated-paged whose page-1 rescale is replaced by acc * exp(m_new - m_prev).
+  CaseSpec spec = case_of("none");
+  spec.shape = {1, 2, 32, 200, 64};
+  const AttentionInputs in = generate_inputs(spec);
+  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated-paged");
+  TraceRun run = run_traced(*impl, in, nullptr, true);
+  const Captured& acc0 = captured_at(run, Quantity::acc, 0);
+  const Captured& max0 = captured_at(run, Quantity::row_max, 0);
+  const Captured& max1 = captured_at(run, Quantity::row_max, 1);
+  Captured& rescaled = captured_at(run, Quantity::rescaled_acc, 1);
+  const std::int64_t dim = spec.shape.head_dim;
+  for (std::int64_t i = 0; i < rescaled.tensor.numel(); ++i) {
+    const std::int64_t row = i / dim;
+    rescaled.tensor.set(i, acc0.tensor.get(i) * std::exp(max1.tensor.get(row) - max0.tensor.get(row)));
+  }
+  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
+  REQUIRE(r.divergence);
+  INFO(r.divergence->cause << ": " << r.divergence->evidence);
+  CHECK(r.divergence->stage == "rescale[1]");
+  CHECK(r.divergence->cause == "rescale-error");
+  CHECK(r.divergence->evidence.find("inverted") != std::string::npos);
 }
 
 }  // namespace fc

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "harness/trace/attribute.h"
+#include "harness/trace/repeatability.h"
 
 namespace fc {
 
@@ -59,6 +60,9 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
     j.run.production = run_production(impl, inputs, device, j.run.graph);
   }
   j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, options);
+  if (j.result.divergence && j.result.divergence->cause == "unknown") {
+    test_repeatability(impl, inputs, device, j.run, *j.result.divergence);
+  }
   j.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return j;
 }

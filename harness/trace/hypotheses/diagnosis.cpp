@@ -84,10 +84,24 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
   return d;
 }
 
+std::optional<StageWeights> stage_weights(const Diagnosis& d) {
+  const StageGraph& g = d.run.graph;
+  for (const Captured& c : d.run.captured) {
+    if (!c.present || c.tensor.empty()) continue;
+    const Stage& stage = g.stages[c.stage];
+    const StageOutput& out = stage.outputs[c.output];
+    const bool full = out.quantity == Quantity::probs && d.result.tile < 0;
+    const bool tile = out.quantity == Quantity::p_tilde && stage.tile == d.result.tile && stage.split == d.result.split;
+    if (!full && !tile) continue;
+    return StageWeights{head_matrix(c.tensor, d.b, d.h) * out.value_scale, full ? 0 : stage.tile * g.algorithm.tile_width};
+  }
+  return std::nullopt;
+}
+
 std::vector<Explanation> test_hypotheses(const Diagnosis& d) {
   if (d.bad.empty()) return {};
-  return {test_mask_mismatch(d),    test_wrong_operand(d),   test_wrong_value_operand(d), test_key_range(d),
-          test_misplaced_values(d), test_scale_mismatch(d)};
+  return {test_mask_mismatch(d),    test_wrong_operand(d),    test_wrong_value_operand(d), test_key_range(d),
+          test_rescale_factor(d),   test_misplaced_values(d), test_scale_mismatch(d),        test_lower_precision(d)};
 }
 
 Explanation best_explanation(const std::vector<Explanation>& all) {

@@ -7,6 +7,7 @@
 // The registry (hypotheses.cpp) runs them all and keeps the best explanation; none of them
 // knows a fault's name.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,14 @@ struct Diagnosis {
 
 constexpr std::size_t kMaxBad = 4096;
 
+// The weights a P.V stage multiplied V by: the probabilities (a full chain) or the p~ of the
+// same tile, as captured (value-scaled), with the key of their column 0.
+struct StageWeights {
+  MatrixR w;
+  std::int64_t first_key = 0;
+};
+std::optional<StageWeights> stage_weights(const Diagnosis& d);
+
 // The diagnosis of output `index` of the run at the failing element's head; `rows` the judged
 // rows (a sample), null for every row.
 Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, const std::vector<OutputResult>& outputs,
@@ -78,6 +87,8 @@ Explanation test_wrong_value_operand(const Diagnosis& d);
 Explanation test_misplaced_values(const Diagnosis& d);
 Explanation test_key_range(const Diagnosis& d);
 Explanation test_scale_mismatch(const Diagnosis& d);
+Explanation test_rescale_factor(const Diagnosis& d);
+Explanation test_lower_precision(const Diagnosis& d);
 
 // "N of M bad elements" with the fraction, for evidence sentences.
 std::string explained_text(const Diagnosis& d, std::size_t explained);

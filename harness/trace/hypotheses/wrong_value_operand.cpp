@@ -15,28 +15,6 @@ namespace {
 
 constexpr std::int64_t kSearchBudget = std::int64_t{1} << 26;  // multiply-adds
 
-// The weights the P.V stage multiplied: the probabilities (a full chain) or the p~ of the
-// same tile, as captured, with the key of their column 0.
-struct Weights {
-  MatrixR w;
-  std::int64_t first_key = 0;
-};
-
-std::optional<Weights> weights_of(const Diagnosis& d) {
-  const StageGraph& g = d.run.graph;
-  for (const Captured& c : d.run.captured) {
-    if (!c.present || c.tensor.empty()) continue;
-    const Stage& stage = g.stages[c.stage];
-    const StageOutput& out = stage.outputs[c.output];
-    const bool full = out.quantity == Quantity::probs && d.result.tile < 0;
-    const bool tile = out.quantity == Quantity::p_tilde && stage.tile == d.result.tile && stage.split == d.result.split;
-    if (!full && !tile) continue;
-    Weights w{head_matrix(c.tensor, d.b, d.h) * out.value_scale, full ? 0 : stage.tile * g.algorithm.tile_width};
-    return w;
-  }
-  return std::nullopt;
-}
-
 struct Candidate {
   std::int64_t head = 0, shift = 0;
   bool transposed = false;
@@ -86,7 +64,7 @@ class ValueReader {
   std::map<std::pair<std::int64_t, std::int64_t>, MatrixR> cache_;
 };
 
-std::optional<double> predicted(const Diagnosis& d, const Weights& w, ValueReader& v, const Candidate& c,
+std::optional<double> predicted(const Diagnosis& d, const StageWeights& w, ValueReader& v, const Candidate& c,
                                 const BadElement& e) {
   double change = 0;
   for (Eigen::Index j = 0; j < w.w.cols(); ++j) {
@@ -116,7 +94,7 @@ std::string describe(const ValueReader& v, const Candidate& c) {
 
 Explanation test_wrong_value_operand(const Diagnosis& d) {
   if (d.result.kind != StageKind::pv || d.result.dims.size() != 4 || d.kernel.size() == 0) return {};
-  const std::optional<Weights> w = weights_of(d);
+  const std::optional<StageWeights> w = stage_weights(d);
   if (!w || w->w.rows() != d.kernel.rows()) return {};
   ValueReader v(d);
   if (v.positions() * v.heads() * w->w.cols() > kSearchBudget) return {};

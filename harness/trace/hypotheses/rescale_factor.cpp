@@ -1,0 +1,73 @@
+// rescale-error: an online-softmax running state (the row sum, the accumulator, the rescaled
+// accumulator) equals the reference with the rescale factor r = exp(m_prev - m_new) replaced
+// by 1/r (inverted), 1 (omitted) or r^2 (applied twice). The state after tile t is
+// r S_{t-1} + C_t, so the kernel holds reference + (r' - r) S_{t-1}; S_{t-1} is the kernel's own
+// state after the previous tile and r comes from its captured running maxima.
+#include <cmath>
+#include <optional>
+
+#include "harness/trace/hypotheses/diagnosis.h"
+#include "reference/matrix.h"
+
+namespace fc {
+namespace {
+
+// The head of the captured output with this quantity, split and tile (value-scaled).
+std::optional<MatrixR> captured(const Diagnosis& d, Quantity q, int split, int tile) {
+  for (const Captured& c : d.run.captured) {
+    if (!c.present || c.tensor.empty()) continue;
+    const Stage& stage = d.run.graph.stages[c.stage];
+    const StageOutput& out = stage.outputs[c.output];
+    if (out.quantity == q && stage.split == split && stage.tile == tile) return head_matrix(c.tensor, d.b, d.h) * out.value_scale;
+  }
+  return std::nullopt;
+}
+
+// The state quantity the previous tile left that this output continues.
+std::optional<Quantity> previous_state(Quantity q) {
+  switch (q) {
+    case Quantity::row_sum: return Quantity::row_sum;
+    case Quantity::acc:
+    case Quantity::rescaled_acc: return Quantity::acc;
+    default: return std::nullopt;
+  }
+}
+
+struct Variant {
+  const char* what;
+  double (*factor)(double r);
+};
+
+}  // namespace
+
+Explanation test_rescale_factor(const Diagnosis& d) {
+  const int tile = d.result.tile, split = d.result.split;
+  const std::optional<Quantity> state = previous_state(d.result.quantity);
+  if (!state || tile < 1) return {};
+  const std::optional<MatrixR> before = captured(d, *state, split, tile - 1);
+  const std::optional<MatrixR> max_before = captured(d, Quantity::row_max, split, tile - 1);
+  const std::optional<MatrixR> max_now = captured(d, Quantity::row_max, split, tile);
+  if (!before || !max_before || !max_now || before->rows() != d.kernel.rows()) return {};
+  const Variant variants[] = {{"inverted: exp(m_new - m_prev) instead of exp(m_prev - m_new)", [](double r) { return 1 / r; }},
+                              {"omitted: the previous state carried over unscaled", [](double) { return 1.0; }},
+                              {"applied twice", [](double r) { return r * r; }}};
+  Explanation best;
+  for (const Variant& v : variants) {
+    std::size_t n = 0;
+    for (const BadElement& e : d.bad) {
+      const double m_prev = (*max_before)(e.r, 0), m_new = (*max_now)(e.r, 0);
+      if (!std::isfinite(m_prev) || !std::isfinite(m_new) || m_prev == m_new) continue;  // r = 1 or no key yet: no evidence
+      const double r = std::exp(m_prev - m_new);
+      const double previous = before->cols() == 1 ? (*before)(e.r, 0) : (*before)(e.r, e.c);
+      if (d.explains(e, e.reference + (v.factor(r) - r) * previous)) ++n;
+    }
+    const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
+    if (n == 0 || fraction <= best.explained) continue;
+    best = {"rescale-error", fraction,
+            d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) +
+                " equals the online softmax with the rescale of the previous state " + v.what + ": " + explained_text(d, n)};
+  }
+  return best;
+}
+
+}  // namespace fc
