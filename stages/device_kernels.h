@@ -15,4 +15,9 @@ void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream)
 // Fills `count` elements with the poison pattern of buffer `id`.
 void launch_poison_fill(void* data, DType dtype, std::int64_t count, int id, cudaStream_t stream);
 
+// Fills the shared memory of every SM with kSharedMemoryPoison: a kernel that reads shared
+// memory before it writes it (a missing barrier or wait) reads NaN, not the data an earlier
+// launch left there, which may well be the right values.
+void launch_poison_shared_memory(cudaStream_t stream);
+
 }  // namespace fc

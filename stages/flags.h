@@ -24,6 +24,9 @@ inline constexpr int kMaxPoisonId = 62;
 inline constexpr std::uint32_t kF32PoisonSignature = 0x7FDA5E00u, kF32PoisonMask = 0xFFFFFF00u;
 inline constexpr std::uint32_t kF16PoisonSignature = 0x7F00u, kF16PoisonMask = 0xFF00u;
 inline constexpr std::uint32_t kBF16PoisonSignature = 0x7FC0u, kBF16PoisonMask = 0xFFC0u;
+// Shared memory's poison, before each run of a GPU implementation: a NaN read as fp32, or as
+// either half as fp16 or bf16, and no buffer's pattern in any of them.
+inline constexpr std::uint32_t kSharedMemoryPoison = 0x7FA57FA5u;
 
 // The buffer id `bits` carries under one format's signature and mask, or 0 when `bits` is
 // not a poison pattern: the one decoding the host flags and the flag kernel share.

@@ -217,6 +217,14 @@ __global__ void poison_kernel(Word* data, u64 count, Word pattern) {
   for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < count; i += stride) data[i] = pattern;
 }
 
+// Every word of the block's dynamic shared memory set to the pattern (volatile: stores that
+// nothing in this kernel reads back are still made).
+__global__ void poison_shared_kernel(unsigned pattern, unsigned words) {
+  extern __shared__ unsigned shared_words[];
+  volatile unsigned* w = shared_words;
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) w[i] = pattern;
+}
+
 int multiprocessors() {
   static const int count = [] {
     int device = 0, sms = 0;
@@ -273,6 +281,20 @@ void launch_poison_fill(void* data, DType dtype, std::int64_t count, int id, cud
     poison_kernel<unsigned short><<<grid, kThreads, 0, stream>>>(static_cast<unsigned short*>(data), n,
                                                                  static_cast<unsigned short>(pattern));
   }
+  FC_CUDA_LAUNCH();
+}
+
+void launch_poison_shared_memory(cudaStream_t stream) {
+  static const int bytes = [] {
+    int device = 0, optin = 0;
+    FC_CUDA(cudaGetDevice(&device));
+    FC_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    FC_CUDA(cudaFuncSetAttribute(poison_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    return optin;
+  }();
+  // One block of the largest allocation fits an SM at a time: two per SM cover every SM.
+  poison_shared_kernel<<<2 * multiprocessors(), kThreads, static_cast<size_t>(bytes), stream>>>(
+      kSharedMemoryPoison, static_cast<unsigned>(bytes) / 4u);
   FC_CUDA_LAUNCH();
 }
 

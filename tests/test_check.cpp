@@ -11,6 +11,7 @@
 #include "catch.h"
 #include "harness/check/captured.h"
 #include "harness/inputs.h"
+#include "harness/io/capture_file.h"
 #include "harness/io/case_file.h"
 #include "harness/io/npz.h"
 #include "harness/trace/judge.h"
@@ -302,6 +303,24 @@ TEST_CASE("check on the command line: exit 0, 1 and 2, pairs of files, folders j
   o = cli("check " + (dir.path / "unknown.npz").string(), dir.path);
   CHECK(o.exit_code == 2);
   CHECK(o.err.size() == 1);
+}
+
+TEST_CASE("cuDNN's SDPA on rows with no key to attend: attention with the mask ignored, a real H100 finding",
+          "[check]") {
+  // tests/data/trim_capture.py: cuDNN 9.19 (torch 2.11) on the H100, a padded boolean mask whose
+  // rows 0, 56 and 112 attend no key. Where attention over no key is 0, cuDNN writes softmax over
+  // every key: its masking bias is finite and cancels.
+  const CaptureFile c = read_capture_file(std::string(FC_TEST_DATA_DIR) + "/cudnn_masked_rows.npz");
+  const Judged j = judge(c);
+  REQUIRE(j.result.divergence);
+  const Divergence& d = *j.result.divergence;
+  INFO(d.cause << ": " << d.evidence);
+  CHECK(d.stage == "pv");
+  CHECK((d.index.b == 0 && d.index.h == 0 && d.index.row == 0 && d.index.col == 0));
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("3 rows of b=0 h=0 have no key to attend to, and the kernel wrote attention over every key "
+                        "with the mask ignored") != std::string::npos);
+  CHECK(d.evidence.find("192 of 192 bad elements") != std::string::npos);  // the three rows, nothing else
 }
 
 TEST_CASE("triage judges the output a report holds beside the implementations", "[check]") {

@@ -130,6 +130,26 @@ TEST_CASE("hypothesis mask-mismatch: rows with no key holding the uniform averag
   CHECK(d.evidence.find("uniform average of V") != std::string::npos);
 }
 
+TEST_CASE("hypothesis mask-mismatch: rows with no key holding attention with the mask ignored", "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    const HeadInputs head = head_inputs(in, b, h);
+    const MatrixR unmasked = output_with(in, b, h, [&](MatrixR& p) {
+      for (Eigen::Index i = 0; i < p.rows(); ++i) {
+        if (!(head.bias.row(i).array() == -kInf).all()) continue;
+        const Eigen::RowVectorXd s = head.scale * (head.q.row(i) * head.k.transpose());
+        p.row(i) = (s.array() - s.maxCoeff()).exp().matrix();
+      }
+    });
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      if ((head.bias.row(i).array() == -kInf).all()) out.row(i) = unmasked.row(i);
+    }
+  });
+  const Divergence d = diverged(impl, case_of("masked-rows"));
+  CHECK(d.stage == "pv");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("attention over every key with the mask ignored") != std::string::npos);
+}
+
 TEST_CASE("hypothesis wrong-operand: K read from the previous head", "[trace][hypotheses]") {
   Planted impl(
       [](const AttentionInputs& in, std::int64_t b, std::int64_t h, HeadInputs& head) {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "stages/device_kernels.h"
 
 namespace fc {
 namespace {
@@ -24,6 +25,7 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
     impl.tune(tuning);
   }
   workspace.poison(stream);
+  if (gpu) launch_poison_shared_memory(stream);
   RunContext context{inputs, device, &tap, stream, descriptors};
   context.trace_build = trace_build;
   try {

@@ -1,13 +1,17 @@
 // The device flag kernel against the host count (stages/flags.h) on random tensors with
 // NaN, Inf and poison planted at random places, index 0 and the last element included,
 // sizes that are not a multiple of the vector width, and start addresses off alignment.
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "catch.h"
 #include "core/numeric.h"
 #include "core/rng.h"
+#include "core/check.h"
 #include "stages/device_kernels.h"
+#include "stages/device_memory.h"
+#include "tests/gpu/shared_memory_reader.h"
 #include "stages/workspace.h"
 
 namespace fc {
@@ -139,6 +143,30 @@ TEST_CASE("poisoned device buffers read back as unwritten, and copies as foreign
   CHECK(fc.first_foreign_offset() == 40);
   CHECK(fc.foreign_source() == a.id);
   CHECK(ws.buffer_name(fc.foreign_source()) == "a");
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("shared memory poisoned before a run reads back as the poison, a NaN in every format", "[gpu][poison]") {
+  // Shared memory a kernel reads before writing must not hold what an earlier launch left there.
+  constexpr unsigned kWords = 12 * 1024;  // 48 KiB a block, within the default limit
+  const int blocks = 264;
+  DeviceMemory out(static_cast<std::size_t>(blocks) * kWords * sizeof(unsigned));
+  launch_poison_shared_memory(nullptr);
+  test::launch_read_unwritten_shared(out.as<unsigned>(), blocks, kWords, nullptr);
+  std::vector<unsigned> host(static_cast<std::size_t>(blocks) * kWords);
+  FC_CUDA(cudaMemcpy(host.data(), out.get(), host.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  std::size_t poisoned = 0;
+  for (unsigned w : host) poisoned += w == kSharedMemoryPoison;
+  CHECK(poisoned == host.size());
+  float f;
+  std::memcpy(&f, &kSharedMemoryPoison, sizeof f);
+  CHECK(std::isnan(f));
+  CHECK(std::isnan(f16_bits_to_float(static_cast<std::uint16_t>(kSharedMemoryPoison))));
+  CHECK(std::isnan(bf16_bits_to_float(static_cast<std::uint16_t>(kSharedMemoryPoison))));
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) CHECK(poison_id(t, kSharedMemoryPoison & (t == DType::f32 ? ~0u : 0xFFFFu)) == 0);
 }
 
 }  // namespace fc
