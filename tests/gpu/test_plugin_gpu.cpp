@@ -41,7 +41,7 @@ TEST_CASE("the example plugin's fused kernel traces stage by stage and passes", 
                         "--mask none --mask causal --mask causal-br+padding --dist normal --dist large --seed 1 --seed 2");
   INFO(o.out);
   CHECK(o.exit_code == 0);
-  CHECK(o.out.find("120 cases x 1 implementations: 120 pass, 0 diverged, 0 error, 0 skipped") != std::string::npos);
+  CHECK(o.out.find("120 cases x 1 implementation: 120 pass, 0 diverged, 0 error, 0 skipped") != std::string::npos);
   CHECK(o.out.find("  softmax[3].max ") != std::string::npos);  // Sk 203: tiles 0..3 of 64 keys
   CHECK(o.out.find("  normalize ") != std::string::npos);
 }
