@@ -179,6 +179,7 @@ void write_json_report(std::ostream& out, const RunInfo& info, const std::vector
   j["json_schema"] = 4;
   j["command"] = info.command;
   j["device"] = info.device;
+  j["resources"] = Json{{"peak_host_rss_bytes", info.peak_host_rss_bytes}, {"peak_device_bytes", info.peak_device_bytes}};
   if (!info.input_findings.empty()) {
     j["input_findings"] = Json::array();
     for (const InputFinding& f : info.input_findings) j["input_findings"].push_back(input_finding_json(f));

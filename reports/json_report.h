@@ -15,6 +15,8 @@ struct RunInfo {
   std::string command;  // the command line
   std::string device;   // "NVIDIA H100 80GB HBM3 (sm_90)" or "none"
   std::vector<InputFinding> input_findings;  // triage: what the inputs say before any kernel
+  std::int64_t peak_host_rss_bytes = 0;      // of the process, up to the report
+  std::int64_t peak_device_bytes = 0;        // the harness's device allocations at their peak
 };
 
 void write_json_report(std::ostream& out, const RunInfo& info, const std::vector<CaseResult>& cases);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/resource_usage.h"
 
 namespace fc {
 
@@ -15,15 +16,16 @@ class DeviceMemory {
  public:
   DeviceMemory() = default;
   explicit DeviceMemory(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) FC_CUDA(cudaMalloc(&ptr_, bytes));
+    if (bytes > 0) {
+      FC_CUDA(cudaMalloc(&ptr_, bytes));
+      count_device_allocation(static_cast<std::int64_t>(bytes));
+    }
   }
-  ~DeviceMemory() {
-    if (ptr_) cudaFree(ptr_);
-  }
+  ~DeviceMemory() { release(); }
   DeviceMemory(DeviceMemory&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceMemory& operator=(DeviceMemory&& o) noexcept {
     if (this != &o) {
-      if (ptr_) cudaFree(ptr_);
+      release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
@@ -37,6 +39,11 @@ class DeviceMemory {
   std::size_t bytes() const { return bytes_; }
 
  private:
+  void release() noexcept {
+    if (!ptr_) return;
+    cudaFree(ptr_);
+    count_device_allocation(-static_cast<std::int64_t>(bytes_));
+  }
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };

@@ -256,6 +256,38 @@ TEST_CASE("hypothesis precision-loss: P.V accumulated in fp16, found by re-emula
   CHECK(d.evidence.find("accumulated in fp16") != std::string::npos);
 }
 
+TEST_CASE("overflow: an infinity no hypothesis explains, in a stage whose inputs passed, arose inside it",
+          "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs&, std::int64_t, std::int64_t, const MatrixR&, MatrixR& out) {
+    out(3, 5) = std::numeric_limits<double>::infinity();
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.stage == "pv");
+  CHECK((d.index.row == 3 && d.index.col == 5));
+  CHECK(d.cause == "overflow");
+  CHECK(d.evidence.find("every earlier stage passed") != std::string::npos);
+}
+
+TEST_CASE("hypothesis index-overflow: output rows whose offset passes 2^16 elements land 2^16 elements early",
+          "[trace][hypotheses]") {
+  // A row offset held in 16 bits: row i >= 1024 of a [.., 64] output is written over row i - 1024,
+  // and its own place keeps what was there (NaN here).
+  Planted impl(nullptr, [](const AttentionInputs&, std::int64_t, std::int64_t, const MatrixR&, MatrixR& out) {
+    for (Eigen::Index i = 1024; i < out.rows(); ++i) {
+      out.row(i - 1024) = out.row(i);
+      out.row(i).setConstant(std::numeric_limits<double>::quiet_NaN());
+    }
+  });
+  CaseSpec spec = case_of("none");
+  spec.shape = {1, 1, 1030, 32, 64};
+  const Divergence d = diverged(impl, spec);
+  CHECK(d.stage == "pv");
+  CHECK((d.index.row == 0));
+  CHECK(d.cause == "index-overflow");
+  CHECK(d.evidence.find("from b=0 h=0 row 1024 on, rows are not where they belong; that row's offset, 65536 elements, "
+                        "is the first past 2^16") != std::string::npos);
+}
+
 TEST_CASE("hypothesis race: an output that changes from run to run on the same inputs", "[trace][hypotheses]") {
   // Row 3 takes whatever a stale buffer held: here, a value that depends on how many runs came before.
   int runs = 0;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "catch.h"
+#include "core/resource_usage.h"
 #include "core/json.h"
 #include "reports/json_report.h"
 #include "reports/junit.h"
@@ -110,6 +111,29 @@ TEST_CASE("JUnit XML parses back with every message intact, markup escaped and c
   CHECK(std::string(failed.child("failure").text().get()).find("softmax") != std::string::npos);
   CHECK(std::string(suite.find_child_by_attribute("testcase", "name", "broken").child("error").attribute("message").value()) ==
         "no CUDA device <here>");
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("the report says what the run held at its peak: host RSS and the harness's device memory", "[reports]") {
+  std::ostringstream out;
+  write_json_report(out, RunInfo{"0.1.0", "flashcore-check --trace", "none", {}, peak_host_rss_bytes(), 3 << 20}, {});
+  const Json report = Json::parse(out.str());
+  CHECK(report["resources"]["peak_host_rss_bytes"].get<std::int64_t>() > (1 << 20));  // this process holds more than 1 MiB
+  CHECK(report["resources"]["peak_device_bytes"] == 3 << 20);
+}
+
+TEST_CASE("device allocations are counted at their peak, frees included", "[reports]") {
+  const std::int64_t before = peak_device_bytes();
+  count_device_allocation(std::int64_t{5} << 40);  // far above anything a test holds
+  count_device_allocation(-(std::int64_t{5} << 40));
+  CHECK(peak_device_bytes() >= (std::int64_t{5} << 40));
+  CHECK(peak_device_bytes() >= before);
+  count_device_allocation(std::int64_t{1} << 20);  // now far below the peak: the peak stays
+  CHECK(peak_device_bytes() >= (std::int64_t{5} << 40));
+  count_device_allocation(-(std::int64_t{1} << 20));
 }
 
 }  // namespace fc

@@ -17,6 +17,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/resource_usage.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "harness/bench/bench_kernels.h"
@@ -221,6 +222,12 @@ bool judge_before_timing(Implementation& impl, std::int64_t head_dim, const std:
   return r.verdict == Verdict::pass;
 }
 
+// What this bench run held at its peak (core/resource_usage.h).
+void print_memory() {
+  std::printf("memory: peak host RSS %.2f GiB, peak device %.2f GiB (the harness's allocations)\n",
+              static_cast<double>(peak_host_rss_bytes()) / (1 << 30), static_cast<double>(peak_device_bytes()) / (1 << 30));
+}
+
 void print_table(const std::vector<Line>& lines) {
   std::printf("\n%-44s %12s %-8s %12s  %-12s %s\n", "metric", "value", "unit", "baseline", "baseline is", "ratio");
   for (const Line& l : lines) {
@@ -272,6 +279,7 @@ int run_bench(const BenchCommand& command) {
   if (!device.available) {
     progress.clear();
     print_table(lines);
+    print_memory();
     return kExitPass;
   }
   CudaStream stream;
@@ -293,6 +301,7 @@ int run_bench(const BenchCommand& command) {
   }
   progress.clear();
   print_table(lines);
+  print_memory();
   return judged_ok ? kExitPass : kExitDiverged;
 }
 

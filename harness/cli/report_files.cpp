@@ -1,5 +1,6 @@
 #include "harness/cli/report_files.h"
 
+#include "core/resource_usage.h"
 #include "harness/io/staged_file.h"
 #include "harness/io/text_output.h"
 #include "harness/version.h"
@@ -18,7 +19,8 @@ void write_report_files(const ReportFiles& files, const std::string& command, co
                         const std::string& suite, std::vector<JunitCase> junit,
                         const std::vector<InputFinding>& input_findings) {
   if (!files.json.empty()) {
-    const RunInfo info{tool_version(), command, device_info().describe(), input_findings};
+    const RunInfo info{tool_version(), command, device_info().describe(), input_findings, peak_host_rss_bytes(),
+                       peak_device_bytes()};
     write_text_file(files.json, [&](std::ostream& out) { write_json_report(out, info, cases); });
   }
   if (!files.junit.empty()) {

@@ -393,6 +393,20 @@ std::vector<FaultSpec>& catalog_storage() {
                      return head;
                    });
                  }});
+    // Scores [1,1,16392,65536] fp32: row 16384 is the first whose byte offset reaches 2^32; rows
+    // 16384.. land over rows 0.. and are never written in their place. The harness names the
+    // first wrapped row. Judged on a row sample (which takes the rows where an offset crosses
+    // 2^32) so that the cell's FP64 reference stays small.
+    c.push_back({"index-overflow-32", "a score row's byte offset held in 32 bits: it wraps once it passes 4 GiB",
+                 {"naive"}, trigger({1, 1, 16392, 65536, 64}, "none", "normal"), "qk, the first wrapped row",
+                 "index-overflow", [](const AttentionInputs& in, const StageGraph&) {
+                   const Shape& s = in.problem.shape;
+                   const std::int64_t row_bytes = s.kv_len * 4, wrap = std::int64_t{1} << 32;
+                   const std::int64_t first_wrapped = (wrap + row_bytes - 1) / row_bytes;
+                   return Expectation{"qk", "index-overflow", Index4{0, 0, first_wrapped, 0}};
+                 }});
+    c.back().keep_as_fixture = false;  // 8.6 GB of captured scores and probabilities
+    c.back().rows = RowSpec{RowSpec::Kind::sample, 64, {}};
     c.push_back({"missing-sync", "no barrier between a K/V tile's copy into shared memory and its use (a race)",
                  {"wmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
                  [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});

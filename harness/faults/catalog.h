@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/inputs.h"
+#include "harness/trace/row_sample.h"
 #include "reference/compare.h"
 #include "stages/stage.h"
 
@@ -28,7 +29,9 @@ struct FaultSpec {
   std::string expected_stage;       // for `list`: "rescale[0]", "first qk with a score past 65504"
   std::string expected_cause;
   std::function<Expectation(const AttentionInputs&, const StageGraph&)> expect;
-  bool keep_as_fixture = true;      // a race's trace of every tile is too large to keep
+  bool keep_as_fixture = true;      // false: too large to keep (a race's trace of every tile, 4 GiB captures),
+                                    // in fixtures or in the HTML report
+  RowSpec rows;                     // the rows judged (a sample at long context)
 };
 
 const std::vector<FaultSpec>& fault_catalog();

@@ -62,18 +62,20 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       MatrixCell cell;
       cell.fault = spec.id;
       cell.impl = name;
-      const bool observed = static_cast<bool>(options.on_run);
-      const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed);
+      const bool observed = options.on_run && spec.keep_as_fixture;  // a cell too large to keep is in no report
+      JudgeOptions judging;
+      judging.rows = spec.rows;
+      const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed, judging);
       cell.clean = clean.result;
       if (observed && !cell.clean_ok()) options.on_run(cell, inputs, clean, false);
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
-      const bool snapshot = !options.snapshots.empty();
-      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed);
+      const bool snapshot = !options.snapshots.empty() && spec.keep_as_fixture;
+      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed, judging);
       cell.faulty = faulty.result;
       grade(cell);
       if (observed) options.on_run(cell, inputs, faulty, true);
-      if (snapshot && spec.keep_as_fixture) {
+      if (snapshot) {
         SnapshotOptions s;
         s.kind = "fixture";
         s.fault = spec.id;

@@ -140,7 +140,7 @@ Divergence start(const OutputResult& r) {
 }
 
 void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& run, const std::vector<OutputResult>& outputs,
-                const std::vector<OutputReferences>& references, std::size_t i, const Failure& f, const RowSample* rows) {
+                const ReferenceSource& references, std::size_t i, const Failure& f, const RowSample* rows) {
   const OutputResult& r = outputs[i];
   const double k = f.element.kernel, ref = f.element.reference;
   const bool bad_value = !std::isfinite(k) && std::isfinite(ref);
@@ -207,11 +207,27 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   }
   // Hypotheses tested on the numbers (harness/trace/hypotheses/): the best explanation of
   // at least 90% of the failing head's bad elements names the cause.
-  const Diagnosis diagnosis = make_diagnosis(inputs, run, outputs, references, i, d.index, f.stage_local, rows);
+  const Diagnosis diagnosis = make_diagnosis(inputs, run, outputs, references(i), i, d.index, f.stage_local, rows);
   const Explanation best = best_explanation(test_hypotheses(diagnosis));
   if (!best.cause.empty() && best.cause != "unknown") {
     d.cause = best.cause;
     d.evidence = best.evidence;
+    return;
+  }
+  // An infinity, or a zero, that no hypothesis explains, where the reference is finite and
+  // representable and every earlier captured stage passed: it arose inside this stage.
+  if (std::isinf(k) && std::isfinite(ref) && std::fabs(ref) <= max_finite(r.dtype)) {
+    d.cause = "overflow";
+    d.evidence = r.name + " holds " + number_text(k) + " at " + at_text(d.index) + " where the reference is " +
+                 number_text(ref) + ", within " + dtype_name(r.dtype) + "'s range, and every earlier stage passed: a " +
+                 "value formed inside " + r.stage_name + " overflowed (an exp, a sum or a product of its inputs)";
+    return;
+  }
+  if (k == 0 && ref != 0 && std::isfinite(ref) && std::fabs(ref) < min_normal(r.dtype)) {
+    d.cause = "underflow";
+    d.evidence = r.name + " holds 0 at " + at_text(d.index) + " where the reference is " + number_text(ref) +
+                 ", subnormal in " + dtype_name(r.dtype) + ": flushed to zero (or an intermediate underflowed) in " +
+                 r.stage_name;
     return;
   }
   d.cause = "unknown";
@@ -304,7 +320,7 @@ namespace {
 
 std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const TraceRun& run,
                                            const std::vector<OutputResult>& outputs,
-                                           const std::vector<OutputReferences>& references, const RowSample* rows) {
+                                           const ReferenceSource& references, const RowSample* rows) {
   for (std::size_t i = 0; i < run.captured.size(); ++i) {
     const OutputResult& r = outputs[i];
     const std::size_t stage = run.captured[i].stage;
@@ -340,6 +356,22 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
       return d;
     }
     const std::optional<Failure> f = failing_element(r);
+    // Never written from exactly the first row whose offset passes 2^16, 2^31 or 2^32: those rows
+    // went elsewhere (over earlier ones, where the first wrong value may lie, or outside).
+    if (r.flags.unwritten > 0) {
+      const auto first = static_cast<std::int64_t>(r.flags.first_unwritten);
+      if (const std::optional<std::string> wrap = index_wrap_at(r.dims, r.dtype, first)) {
+        d.index = r.index_of(r.flags.first_unwritten);
+        d.cause = "index-overflow";
+        d.evidence = std::to_string(r.flags.unwritten) + " elements of " + r.name + " were never written, the first at " +
+                     at_text(d.index) + ": " + *wrap +
+                     (f && !(f->element.index == d.index) ? "; the first wrong value is at " + at_text(f->element.index) +
+                                                                 " (" + number_text(f->element.kernel) + ", reference " +
+                                                                 number_text(f->element.reference) + ")"
+                                                           : std::string());
+        return d;
+      }
+    }
     if ((r.flags.unwritten > 0 || r.flags.nan > 0) && (!f || !std::isfinite(f->element.kernel))) {
       d.index = f ? f->element.index : r.index_of(r.flags.unwritten > 0 ? r.flags.first_unwritten : r.flags.first_nan);
       if (f) {
@@ -404,6 +436,14 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
 std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
                                     const std::vector<OutputResult>& outputs,
                                     const std::vector<OutputReferences>& references, const RowSample* rows) {
+  return attribute(inputs, run, outputs, [&references](std::size_t) -> const std::vector<OutputReferences>& {
+    return references;
+  }, rows);
+}
+
+std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
+                                    const std::vector<OutputResult>& outputs, const ReferenceSource& references,
+                                    const RowSample* rows) {
   std::optional<Divergence> d = first_divergence(inputs, run, outputs, references, rows);
   if (!d || !d->kernel || !std::isnan(*d->kernel)) return d;
   for (std::size_t i = 0; i < run.captured.size(); ++i) {  // a production result is never poison-checked here

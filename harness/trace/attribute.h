@@ -1,6 +1,7 @@
 #pragma once
 // Attribution: the first stage output (in execution order) whose flags or comparison fail,
 // the element, and the cause, named by a stable id with one sentence of evidence.
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,12 @@ std::optional<InputDefect> find_input_defect(const AttentionInputs& inputs);
 std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
                                     const std::vector<OutputResult>& outputs,
                                     const std::vector<OutputReferences>& references, const RowSample* rows = nullptr);
+// The references of captured output i, asked for only when a hypothesis needs them (the
+// first failing output): a run judged without keeping references computes them then.
+using ReferenceSource = std::function<const std::vector<OutputReferences>&(std::size_t captured_index)>;
+std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRun& run,
+                                    const std::vector<OutputResult>& outputs, const ReferenceSource& references,
+                                    const RowSample* rows = nullptr);
 
 // The reference's view of one row: its max and sum over the whole row, keys attended.
 RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64_t h, std::int64_t row);

@@ -160,7 +160,8 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references, BoundChoice judged_by,
-                                           const RowSample* sample, std::int64_t block_elements) {
+                                           const RowSample* sample, std::int64_t block_elements,
+                                           std::optional<std::size_t> only_reference) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
@@ -188,6 +189,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
   if (traced.empty() && produced.empty()) return results;
   if (references) {
     for (std::size_t i : traced) {
+      if (only_reference && i != *only_reference) continue;
       OutputReferences& r = (*references)[i];
       for (HostTensor* t : {&r.end_to_end, &r.end_to_end_bound, &r.end_to_end_tight, &r.local, &r.local_bound,
                             &r.local_tight}) {
@@ -218,7 +220,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       spot.rows = rows;
       const OutputComparison m = compare_output(in, inputs.problem, graph, e2e, kernel, stage, out, spot, judged_by);
       mine.push_back({m.end_to_end, m.local});
-      if (references) {  // each head writes its own slice: no two threads share elements
+      if (references && (!only_reference || i == *only_reference)) {  // each head its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
         set_rows(refs.end_to_end, b, h, rows, m.end_to_end_reference.value);
         set_rows(refs.end_to_end_bound, b, h, rows, m.end_to_end_reference.bound);

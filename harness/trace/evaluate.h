@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 // Compares every captured stage output with its end-to-end and stage-local reference, head
 // by head in parallel, and folds the per-head metrics in (b, h, row, col) order.
 #include <vector>
@@ -37,11 +38,14 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 // `references`, when given, receives one entry per captured output (for snapshots; rows
 // a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison
 // to its rows. A head larger than `block_elements` is judged in blocks of rows
-// (kRowBlockElements, reference/attention.h).
+// (kRowBlockElements, reference/attention.h). `only_reference`: fill the references of that
+// captured output alone (attribution needs the first failing one; six FP64 tensors of every
+// output would be the largest thing a long-context run holds).
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
                                            BoundChoice judged_by = BoundChoice::tight,
                                            const RowSample* sample = nullptr,
-                                           std::int64_t block_elements = kRowBlockElements);
+                                           std::int64_t block_elements = kRowBlockElements,
+                                           std::optional<std::size_t> only_reference = std::nullopt);
 
 }  // namespace fc

@@ -38,8 +38,23 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   std::vector<OutputReferences>& refs = references ? *references : own;
   const RowSample sample = sample_rows(inputs.problem, run.graph, options.rows);
   result.coverage = sample.all ? "" : sample.coverage;
-  result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample);
-  result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
+  if (references) {
+    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample);
+    result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
+  } else {
+    // References are held only where a hypothesis reads them: the failing output's, computed
+    // again when asked for (a clean run holds no FP64 tensor of a whole output at all).
+    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample);
+    std::optional<std::size_t> computed;
+    const ReferenceSource source = [&](std::size_t i) -> const std::vector<OutputReferences>& {
+      if (computed != i) {
+        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, kRowBlockElements, i);
+        computed = i;
+      }
+      return refs;
+    };
+    result.divergence = attribute(inputs, run, result.outputs, source, &sample);
+  }
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
 }

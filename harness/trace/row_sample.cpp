@@ -92,19 +92,22 @@ RowSample sample_rows(const Problem& p, const StageGraph& g, const RowSpec& spec
   }
   for (auto& head : out.per_head) head.assign(shared.begin(), shared.end());
 
-  // Where a flat offset of the scores [B,H,Sq,Sk] or of the output [B,H,Sq,D] crosses a power
-  // of two that 16- or 32-bit index arithmetic wraps at: that row and the one before it.
+  // Where a flat offset of the scores [B,H,Sq,Sk] or of the output [B,H,Sq,D], in elements or
+  // in bytes of a 2- or 4-byte format, crosses a power of two that 16- or 32-bit index
+  // arithmetic wraps at: the row that crosses it, the one before and the first past it.
   int wraps = 0;
   for (const std::int64_t width : {s.kv_len, s.head_dim}) {
-    for (const int bits : {16, 31, 32}) {
-      const std::int64_t flat_row = (std::int64_t{1} << bits) / width;
-      for (const std::int64_t r : {flat_row - 1, flat_row}) {
-        if (r < 0 || r >= out.total) continue;
-        std::vector<std::int64_t>& head = out.per_head[static_cast<std::size_t>(r / s.q_len)];
-        const std::int64_t row = r % s.q_len;
-        if (!std::binary_search(head.begin(), head.end(), row)) {
-          head.insert(std::upper_bound(head.begin(), head.end(), row), row);
-          ++wraps;
+    for (const std::int64_t unit : {1, 2, 4}) {
+      for (const int bits : {16, 31, 32}) {
+        const std::int64_t flat_row = (std::int64_t{1} << bits) / (width * unit);
+        for (const std::int64_t r : {flat_row - 1, flat_row, flat_row + 1}) {
+          if (r < 0 || r >= out.total) continue;
+          std::vector<std::int64_t>& head = out.per_head[static_cast<std::size_t>(r / s.q_len)];
+          const std::int64_t row = r % s.q_len;
+          if (!std::binary_search(head.begin(), head.end(), row)) {
+            head.insert(std::upper_bound(head.begin(), head.end(), row), row);
+            ++wraps;
+          }
         }
       }
     }
@@ -113,7 +116,7 @@ RowSample sample_rows(const Problem& p, const StageGraph& g, const RowSpec& spec
   out.coverage = std::to_string(shared.size()) + " rows of " + std::to_string(s.q_len) + " a head (first and last, " +
                  std::to_string(boundary_rows - std::min<std::size_t>(boundary_rows, 2)) +
                  " at block and tile boundaries, the rest spread evenly)" +
-                 (wraps ? ", and " + std::to_string(wraps) + " where a flat offset crosses 2^16, 2^31 or 2^32" : "") +
+                 (wraps ? ", and " + std::to_string(wraps) + " where a flat offset (in elements or bytes) crosses 2^16, 2^31 or 2^32" : "") +
                  ": " + std::to_string(out.judged) + " of " + std::to_string(out.total) + " rows judged";
   return out;
 }

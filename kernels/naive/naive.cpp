@@ -17,7 +17,8 @@ class Naive final : public Implementation {
   }
   bool on_gpu() const override { return true; }
   std::vector<std::string> faults() const override {
-    return {"fp16-scores", "no-max-subtract", "masked-row-nan", "gqa-head-mod", "window-off-by-one", "softcap-after-mask"};
+    return {"fp16-scores",       "no-max-subtract",    "masked-row-nan",    "gqa-head-mod",
+            "window-off-by-one", "softcap-after-mask", "index-overflow-32"};
   }
 
   StageGraph stage_graph(const Problem& p) const override {
@@ -45,7 +46,7 @@ class Naive final : public Implementation {
     const Dims scores{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len};
 
     const NaiveFaults faults{faulty("fp16-scores"), faulty("no-max-subtract"), faulty("masked-row-nan"),
-                             faulty("gqa-head-mod"), faulty("softcap-after-mask")};
+                             faulty("gqa-head-mod"), faulty("softcap-after-mask"), faulty("index-overflow-32")};
     DeviceMask mask = in.mask();
     mask.window_off_by_one = faulty("window-off-by-one") ? 1 : 0;
     launch_naive_qk(in.q(), in.k(), p.dtype, s, static_cast<float>(p.scale), static_cast<float>(p.softcap), mask,

@@ -31,9 +31,20 @@ __device__ __forceinline__ float score_of(float acc, float bias, const ScoreRule
   return acc * r.scale + bias * r.bias_scale;
 }
 
+// Row `row` of the [rows, sk] scores; the index-overflow-32 fault holds its byte offset in 32
+// bits, which wraps once the offset passes 4 GiB.
+template <class S>
+__device__ __forceinline__ S* score_row(S* scores, size_t row, int sk, bool offset_32) {
+  if (offset_32) {
+    const unsigned bytes = static_cast<unsigned>(row * sk * sizeof(S));
+    return reinterpret_cast<S*>(reinterpret_cast<char*>(scores) + bytes);
+  }
+  return scores + row * sk;
+}
+
 template <class T, class S>
 __global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int heads, int kv_heads, bool kv_modulo,
-                          ScoreRule rule, DeviceMask mask, S* scores) {
+                          ScoreRule rule, DeviceMask mask, S* scores, bool offset_32) {
   __shared__ float qs[kTile][kTile + 1], ks[kTile][kTile + 1];
   const int bh = blockIdx.z, b = bh / heads, h = bh % heads;
   const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile, tx = threadIdx.x, ty = threadIdx.y;
@@ -60,7 +71,8 @@ __global__ void qk_kernel(const T* q, const T* k, int sq, int sk, int d, int hea
   for (int u = 0; u < kRowsPerThread; ++u) {
     const int i = i0 + ty + u * blockDim.y;
     if (i < sq && j < sk) {
-      scores[(static_cast<size_t>(bh) * sq + i) * sk + j] = from_float<S>(score_of(acc[u], device_mask_bias(mask, b, h, i, j), rule));
+      score_row(scores, static_cast<size_t>(bh) * sq + i, sk, offset_32)[j] =
+          from_float<S>(score_of(acc[u], device_mask_bias(mask, b, h, i, j), rule));
     }
   }
 }
@@ -148,11 +160,11 @@ void launch_naive_qk(const void* q, const void* k, DType dtype, const Shape& s, 
     if (faults.fp16_scores) {  // q.k before the scale, in fp16: it overflows past 65504
       const ScoreRule rule{1.0f, 1.0f / scale, 0.0f, 0.0f, false};
       qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, kv_heads, faults.kv_head_modulo, rule, mask,
-                                                 static_cast<__half*>(scores));
+                                                 static_cast<__half*>(scores), faults.row_offset_32);
     } else {
       const ScoreRule rule{scale, 1.0f, softcap, scale_over_cap, faults.softcap_after_mask};
       qk_kernel<<<grid, kTileBlock, 0, stream>>>(qt, kt, sq, sk, d, heads, kv_heads, faults.kv_head_modulo, rule, mask,
-                                                 static_cast<float*>(scores));
+                                                 static_cast<float*>(scores), faults.row_offset_32);
     }
   };
   if (dtype == DType::f16) {

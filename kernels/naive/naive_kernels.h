@@ -14,6 +14,7 @@ struct NaiveFaults {
   bool masked_row_nan = false;      // no guard for a row with no key
   bool kv_head_modulo = false;      // gqa-head-mod: K/V head h % Hkv instead of h / group
   bool softcap_after_mask = false;  // softcap-after-mask: c tanh((s + bias) / c)
+  bool row_offset_32 = false;       // index-overflow-32: a score row's byte offset held in 32 bits
 };
 
 // scores [B,H,Sq,Sk] = scale q k^T + mask, fp32 (fp16 and unscaled with fp16_scores); with a

@@ -100,8 +100,9 @@ std::optional<StageWeights> stage_weights(const Diagnosis& d) {
 
 std::vector<Explanation> test_hypotheses(const Diagnosis& d) {
   if (d.bad.empty()) return {};
-  return {test_mask_mismatch(d),    test_wrong_operand(d),    test_wrong_value_operand(d), test_key_range(d),
-          test_rescale_factor(d),   test_misplaced_values(d), test_scale_mismatch(d),        test_lower_precision(d)};
+  return {test_mask_mismatch(d),    test_index_overflow(d),   test_wrong_operand(d),   test_wrong_value_operand(d),
+          test_key_range(d),        test_rescale_factor(d),   test_misplaced_values(d), test_scale_mismatch(d),
+          test_lower_precision(d)};
 }
 
 Explanation best_explanation(const std::vector<Explanation>& all) {

@@ -89,6 +89,10 @@ Explanation test_key_range(const Diagnosis& d);
 Explanation test_scale_mismatch(const Diagnosis& d);
 Explanation test_rescale_factor(const Diagnosis& d);
 Explanation test_lower_precision(const Diagnosis& d);
+Explanation test_index_overflow(const Diagnosis& d);
+// When logical element `flat` of a tensor starts the first row whose offset (in elements or
+// bytes) passes 2^16, 2^31 or 2^32: the sentence that says so.
+std::optional<std::string> index_wrap_at(const Dims& dims, DType dtype, std::int64_t flat);
 
 // "N of M bad elements" with the fraction, for evidence sentences.
 std::string explained_text(const Diagnosis& d, std::size_t explained);

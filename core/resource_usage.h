@@ -1,0 +1,14 @@
+#pragma once
+// What a run costs in memory: the process's peak resident set (getrusage) and the peak of the
+// device memory the harness holds (every allocation goes through stages/device_memory.h's
+// DeviceMemory, which counts it here; cuBLASLt's and the driver's own are not in it).
+#include <cstdint>
+
+namespace fc {
+
+std::int64_t peak_host_rss_bytes();
+
+void count_device_allocation(std::int64_t bytes);  // negative when freed
+std::int64_t peak_device_bytes();
+
+}  // namespace fc
