@@ -338,4 +338,23 @@ TEST_CASE("hypothesis rescale-error: the accumulator rescaled by the inverse of 
   CHECK(r.divergence->evidence.find("inverted") != std::string::npos);
 }
 
+TEST_CASE("hypothesis rescale-error on the first tile: an inverted factor is exp(+inf), and 0 times it NaN",
+          "[trace][hypotheses]") {
+  // A fused kernel computing r = exp(m_new - m_prev) starts from m_prev = -inf and a zero state:
+  // its first running sum is 0 * inf + sum(p~) = NaN in every row that has a key.
+  CaseSpec spec = case_of("none");
+  spec.shape = {1, 2, 32, 200, 64};
+  const AttentionInputs in = generate_inputs(spec);
+  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated-paged");
+  TraceRun run = run_traced(*impl, in, nullptr, true);
+  Captured& sum0 = captured_at(run, Quantity::row_sum, 0);
+  for (std::int64_t i = 0; i < sum0.tensor.numel(); ++i) sum0.tensor.set(i, std::numeric_limits<double>::quiet_NaN());
+  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
+  REQUIRE(r.divergence);
+  INFO(r.divergence->cause << ": " << r.divergence->evidence);
+  CHECK(r.divergence->output == "softmax[0].sum");
+  CHECK(r.divergence->cause == "rescale-error");
+  CHECK(r.divergence->evidence.find("inverted") != std::string::npos);
+}
+
 }  // namespace fc

@@ -32,6 +32,7 @@ std::vector<const BadElement*> Diagnosis::probes(std::size_t count) const {
 
 bool Diagnosis::explains(const BadElement& e, double predicted) const {
   const double k = e.kernel;
+  if (std::isnan(predicted) || std::isnan(k)) return std::isnan(predicted) && std::isnan(k);  // a NaN predicted is a NaN
   if (!std::isfinite(predicted) || !std::isfinite(k)) return predicted == k;
   const double tolerance = 2 * e.bound + 4 * unit_roundoff(result.dtype) * std::fabs(predicted) + 1e-300;
   return std::fabs(k - predicted) <= tolerance;

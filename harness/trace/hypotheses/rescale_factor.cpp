@@ -4,6 +4,7 @@
 // r S_{t-1} + C_t, so the kernel holds reference + (r' - r) S_{t-1}; S_{t-1} is the kernel's own
 // state after the previous tile and r comes from its captured running maxima.
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "harness/trace/hypotheses/diagnosis.h"
@@ -43,23 +44,30 @@ struct Variant {
 Explanation test_rescale_factor(const Diagnosis& d) {
   const int tile = d.result.tile, split = d.result.split;
   const std::optional<Quantity> state = previous_state(d.result.quantity);
-  if (!state || tile < 1) return {};
-  const std::optional<MatrixR> before = captured(d, *state, split, tile - 1);
-  const std::optional<MatrixR> max_before = captured(d, Quantity::row_max, split, tile - 1);
+  if (!state || tile < 0) return {};
   const std::optional<MatrixR> max_now = captured(d, Quantity::row_max, split, tile);
-  if (!before || !max_before || !max_now || before->rows() != d.kernel.rows()) return {};
+  if (!max_now || max_now->rows() != d.kernel.rows()) return {};
+  // Before the first tile the state is 0 and the running max -inf (r = 0): a factor inverted
+  // there is exp(+inf), and 0 times it NaN.
+  const MatrixR zero_state = MatrixR::Zero(d.kernel.rows(), d.kernel.cols());
+  const MatrixR no_max = MatrixR::Constant(d.kernel.rows(), 1, -std::numeric_limits<double>::infinity());
+  const std::optional<MatrixR> before = tile > 0 ? captured(d, *state, split, tile - 1) : zero_state;
+  const std::optional<MatrixR> max_before = tile > 0 ? captured(d, Quantity::row_max, split, tile - 1) : no_max;
+  if (!before || !max_before || before->rows() != d.kernel.rows()) return {};
   const Variant variants[] = {{"inverted: exp(m_new - m_prev) instead of exp(m_prev - m_new)", [](double r) { return 1 / r; }},
                               {"omitted: the previous state carried over unscaled", [](double) { return 1.0; }},
-                              {"applied twice", [](double r) { return r * r; }}};
+                              {"applied twice", [](double r) { return r * r; }},
+                              {"dropped: the previous state not carried at all", [](double) { return 0.0; }}};
   Explanation best;
   for (const Variant& v : variants) {
     std::size_t n = 0;
     for (const BadElement& e : d.bad) {
       const double m_prev = (*max_before)(e.r, 0), m_new = (*max_now)(e.r, 0);
-      if (!std::isfinite(m_prev) || !std::isfinite(m_new) || m_prev == m_new) continue;  // r = 1 or no key yet: no evidence
-      const double r = std::exp(m_prev - m_new);
+      if (!std::isfinite(m_new)) continue;  // no key yet: the state stays 0 whatever the factor
+      const double r = std::exp(m_prev - m_new), wrong = v.factor(r);
+      if (wrong == r) continue;  // this variant changes nothing here: no evidence
       const double previous = before->cols() == 1 ? (*before)(e.r, 0) : (*before)(e.r, e.c);
-      if (d.explains(e, e.reference + (v.factor(r) - r) * previous)) ++n;
+      if (d.explains(e, e.reference + (wrong - r) * previous)) ++n;
     }
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
     if (n == 0 || fraction <= best.explained) continue;
