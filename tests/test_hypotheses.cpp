@@ -117,6 +117,19 @@ TEST_CASE("hypothesis mask-mismatch: a causal mask that also masks the diagonal 
   CHECK(d.evidence.find("the causal diagonal itself") != std::string::npos);
 }
 
+TEST_CASE("hypothesis mask-mismatch: a key padding one key too long is named with the length used",
+          "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs&, std::int64_t b, std::int64_t, HeadInputs& in) {
+        if (b == 1) in.bias.col(30).setZero();  // batch 1's length is 30: key 30 attended
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("padding=40,30"));
+  CHECK(d.stage == "qk");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("padding length 31 used for batch 1 (its length is 30)") != std::string::npos);
+}
+
 TEST_CASE("hypothesis mask-mismatch: rows with no key holding the uniform average of V", "[trace][hypotheses]") {
   Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
     const HeadInputs head = head_inputs(in, b, h);
@@ -226,6 +239,20 @@ TEST_CASE("hypothesis scale-mismatch: the output multiplied by the softmax scale
   const Divergence d = diverged(impl, case_of("none"));
   CHECK(d.cause == "scale-mismatch");
   CHECK(d.evidence.find("(the softmax scale)") != std::string::npos);
+}
+
+TEST_CASE("hypothesis scale-mismatch: each row divided by the softmax sum of the row before it, named so",
+          "[trace][hypotheses]") {
+  Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
+    const HeadInputs head = head_inputs(in, b, h);
+    const MatrixR s = head.scale * (head.q * head.k.transpose()) + head.bias;
+    const auto sum = [&](Eigen::Index i) { return (s.row(i).array() - s.row(i).maxCoeff()).exp().sum(); };
+    const MatrixR right = output_with(in, b, h, [](MatrixR&) {});
+    for (Eigen::Index i = 1; i < out.rows(); ++i) out.row(i) = right.row(i) * (sum(i) / sum(i - 1));
+  });
+  const Divergence d = diverged(impl, case_of("none"));
+  CHECK(d.cause == "scale-mismatch");
+  CHECK(d.evidence.find("divided by the sum of row 0") != std::string::npos);
 }
 
 TEST_CASE("no hypothesis: values nobody predicts are unknown, with the best partial explanation", "[trace][hypotheses]") {

@@ -43,6 +43,18 @@ std::string pattern_of(const Diagnosis& d, const std::vector<const BadElement*>&
                      : std::to_string(std::llabs(off)) + (off < 0 ? " left of" : " right of") + " the causal diagonal") +
            ")";
   }
+  // Key columns against the batch's padding length L: keys L.. attended, or keys ..L-1 masked,
+  // in every row they touch: the kernel used another length.
+  const std::vector<std::int32_t>& lengths = d.inputs.problem.mask.key_lengths;
+  if (!lengths.empty()) {
+    const std::int64_t length = lengths[static_cast<std::size_t>(d.b)];
+    if (j0 == length || j1 == length - 1) {
+      const std::int64_t used = j0 == length ? j1 + 1 : j0;
+      return "keys " + std::to_string(j0) + ".." + std::to_string(j1) + " of rows " + std::to_string(r0) + ".." +
+             std::to_string(r1) + ": padding length " + std::to_string(used) + " used for batch " + std::to_string(d.b) +
+             " (its length is " + std::to_string(length) + ")";
+    }
+  }
   if (static_cast<std::int64_t>(elements.size()) == (r1 - r0 + 1) * (j1 - j0 + 1)) {
     return "a block: rows " + std::to_string(r0) + ".." + std::to_string(r1) + ", keys " + std::to_string(j0) + ".." +
            std::to_string(j1);

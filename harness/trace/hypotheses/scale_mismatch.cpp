@@ -22,6 +22,34 @@ std::string name_of(const Diagnosis& d, double factor) {
   return "";
 }
 
+// The softmax denominator of a row of the head, sum_j exp(s_j - max_j s_j) over its keys
+// (0 for a row with none).
+double row_sum(const Diagnosis& d, Eigen::Index row) {
+  const HeadInputs& in = d.head;
+  Eigen::RowVectorXd s = in.scale * (in.q.row(row) * in.k.transpose());
+  if (in.softcap > 0) s = (in.softcap * (s.array() / in.softcap).tanh()).matrix();
+  s += in.bias.row(row);
+  const double m = s.maxCoeff();
+  return std::isfinite(m) ? (s.array() - m).exp().sum() : 0.0;
+}
+
+// A per-row factor l_row / l_other: the row was normalized by a nearby row's softmax sum.
+std::string other_row_sum(const Diagnosis& d, Eigen::Index row, double factor) {
+  if (row < 0 || row >= d.head.q.rows()) return "";
+  const double own = row_sum(d, row);
+  for (Eigen::Index k = 1; k <= 8; ++k) {
+    for (const Eigen::Index other : {row + k, row - k}) {
+      if (other < 0 || other >= d.head.q.rows()) continue;
+      const double l = row_sum(d, other);
+      if (own > 0 && l > 0 && std::fabs(factor * l / own - 1) < 1e-3) {
+        return " (its softmax sum over row " + std::to_string(other) + "'s: divided by the sum of row " +
+               std::to_string(other) + ")";
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Explanation test_scale_mismatch(const Diagnosis& d) {
@@ -45,8 +73,12 @@ Explanation test_scale_mismatch(const Diagnosis& d) {
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
     if (fraction <= best.explained) continue;
     const std::string what =
-        per_row && factors.size() > 1 ? "each row the reference times its own factor (row " + std::to_string(d.bad.front().row) +
-                                            ": " + number_text(factors.front()) + name_of(d, factors.front()) + ")"
+        per_row && factors.size() > 1
+            ? "each row the reference times its own factor (row " + std::to_string(d.bad.front().row) + ": " +
+                  number_text(factors.front()) +
+                  (name_of(d, factors.front()).empty() ? other_row_sum(d, d.bad.front().r, factors.front())
+                                                       : name_of(d, factors.front())) +
+                  ")"
                                       : "the reference times " + number_text(factors.front()) + name_of(d, factors.front());
     best = {"scale-mismatch", fraction,
             d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) + " is " + what +
