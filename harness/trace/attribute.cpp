@@ -13,6 +13,7 @@ namespace fc {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::int64_t kDiagnosisElements = std::int64_t{1} << 28;  // 2 GiB an FP64 tensor
 
 
 // Was the buffer an output lives in written by an earlier captured stage of this run?
@@ -207,8 +208,19 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   }
   // Hypotheses tested on the numbers (harness/trace/hypotheses/): the best explanation of
   // at least 90% of the failing head's bad elements names the cause.
-  const Diagnosis diagnosis = make_diagnosis(inputs, run, outputs, references(i), i, d.index, f.stage_local, rows);
-  const Explanation best = best_explanation(test_hypotheses(diagnosis));
+  // They hold the output's FP64 references (six tensors of its size) and the failing head in
+  // FP64: past kDiagnosisElements that would be the largest thing the run holds, so a larger
+  // output is not diagnosed (its evidence says so) rather than risk the host's memory.
+  const std::int64_t elements = numel_of(r.dims);
+  Explanation best;
+  if (elements <= kDiagnosisElements) {
+    best = best_explanation(
+        test_hypotheses(make_diagnosis(inputs, run, outputs, references(i), i, d.index, f.stage_local, rows)));
+  } else {
+    best = {"unknown", 0,
+            "hypotheses not tested: " + r.name + " has " + std::to_string(elements) + " elements, more than the " +
+                std::to_string(kDiagnosisElements) + " whose FP64 references a diagnosis holds"};
+  }
   if (!best.cause.empty() && best.cause != "unknown") {
     d.cause = best.cause;
     d.evidence = best.evidence;
