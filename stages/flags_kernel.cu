@@ -292,7 +292,8 @@ void launch_poison_shared_memory(cudaStream_t stream) {
     FC_CUDA(cudaFuncSetAttribute(poison_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     return optin;
   }();
-  // One block of the largest allocation fits an SM at a time: two per SM cover every SM.
+  // One block of the largest allocation fits an SM at a time; two per SM reach every SM of an
+  // idle device (best effort: the scheduler does not promise it, busy or shared devices aside).
   poison_shared_kernel<<<2 * multiprocessors(), kThreads, static_cast<size_t>(bytes), stream>>>(
       kSharedMemoryPoison, static_cast<unsigned>(bytes) / 4u);
   FC_CUDA_LAUNCH();

@@ -15,6 +15,7 @@
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/emulate.h"
 #include "reference/attention.h"
+#include "stages/flags.h"
 
 namespace fc {
 namespace {
@@ -99,6 +100,16 @@ MatrixR output_with(const AttentionInputs& in, std::int64_t b, std::int64_t h,
     if (l > 0) p.row(i) /= l;
   }
   return p * head.v;
+}
+
+// The captured output with this quantity and tile.
+Captured& captured_at(TraceRun& run, Quantity q, int tile) {
+  for (Captured& c : run.captured) {
+    const Stage& st = run.graph.stages[c.stage];
+    if (st.outputs[c.output].quantity == q && st.tile == tile) return c;
+  }
+  FAIL("no captured output of that quantity and tile");
+  throw;
 }
 
 }  // namespace
@@ -295,24 +306,53 @@ TEST_CASE("overflow: an infinity no hypothesis explains, in a stage whose inputs
   CHECK(d.evidence.find("every earlier stage passed") != std::string::npos);
 }
 
-TEST_CASE("hypothesis index-overflow: output rows whose offset passes 2^16 elements land 2^16 elements early",
+TEST_CASE("index-overflow: output rows whose offset passes 2^16 elements land 2^16 elements early",
           "[trace][hypotheses]") {
-  // A row offset held in 16 bits: row i >= 1024 of a [.., 64] output is written over row i - 1024,
-  // and its own place keeps what was there (NaN here).
-  Planted impl(nullptr, [](const AttentionInputs&, std::int64_t, std::int64_t, const MatrixR&, MatrixR& out) {
-    for (Eigen::Index i = 1024; i < out.rows(); ++i) {
-      out.row(i - 1024) = out.row(i);
-      out.row(i).setConstant(std::numeric_limits<double>::quiet_NaN());
-    }
-  });
+  // A real cpu-emulated run whose output row offset is held in 16 bits: rows 1024.. of the [.., 64]
+  // output are written over rows 0.. and never in their place (still the buffer's poison).
   CaseSpec spec = case_of("none");
   spec.shape = {1, 1, 1030, 32, 64};
-  const Divergence d = diverged(impl, spec);
+  const AttentionInputs in = generate_inputs(spec);
+  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated");
+  TraceRun run = run_traced(*impl, in, nullptr, true);
+  Captured& out = captured_at(run, Quantity::output, -1);
+  auto* bits = out.tensor.data_as<std::uint16_t>();
+  const auto poison = static_cast<std::uint16_t>(poison_bits(out.tensor.dtype(), out.view.buffer_id));
+  for (std::int64_t i = 1024 * 64; i < out.tensor.numel(); ++i) {
+    bits[i - 1024 * 64] = bits[i];
+    bits[i] = poison;
+  }
+  out.flags.unwritten = static_cast<unsigned long long>(out.tensor.numel() - 1024 * 64);
+  out.flags.first_unwritten = 1024 * 64;
+  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
+  REQUIRE(r.divergence);
+  const Divergence& d = *r.divergence;
+  INFO(d.cause << ": " << d.evidence);
   CHECK(d.stage == "pv");
-  CHECK((d.index.row == 0));
+  CHECK((d.index.row == 1024 && d.index.col == 0));
   CHECK(d.cause == "index-overflow");
   CHECK(d.evidence.find("from b=0 h=0 row 1024 on, rows are not where they belong; that row's offset, 65536 elements, "
                         "is the first past 2^16") != std::string::npos);
+  CHECK(d.evidence.find("the first wrong value is at b=0 h=0 row 0 col 0") != std::string::npos);
+}
+
+TEST_CASE("no index-overflow where a head boundary falls on 2^16 and nothing landed early", "[trace][hypotheses]") {
+  // Only head 0 written (a grid bug): head 1 starts at 2^16 elements, but no row went anywhere.
+  CaseSpec spec = case_of("none");
+  spec.shape = {1, 2, 1024, 32, 64};
+  const AttentionInputs in = generate_inputs(spec);
+  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated");
+  TraceRun run = run_traced(*impl, in, nullptr, true);
+  Captured& out = captured_at(run, Quantity::output, -1);
+  auto* bits = out.tensor.data_as<std::uint16_t>();
+  const auto poison = static_cast<std::uint16_t>(poison_bits(out.tensor.dtype(), out.view.buffer_id));
+  for (std::int64_t i = 1024 * 64; i < out.tensor.numel(); ++i) bits[i] = poison;
+  out.flags.unwritten = static_cast<unsigned long long>(out.tensor.numel() - 1024 * 64);
+  out.flags.first_unwritten = 1024 * 64;
+  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
+  REQUIRE(r.divergence);
+  INFO(r.divergence->cause << ": " << r.divergence->evidence);
+  CHECK(r.divergence->cause == "unwritten-output");
 }
 
 TEST_CASE("hypothesis race: an output that changes from run to run on the same inputs", "[trace][hypotheses]") {
@@ -329,17 +369,6 @@ TEST_CASE("hypothesis race: an output that changes from run to run on the same i
   CHECK(runs == 3);  // the trace build, the production build and one rerun: the first rerun differed
 }
 
-namespace {
-// The head (b, h) of the captured output with this quantity and tile.
-Captured& captured_at(TraceRun& run, Quantity q, int tile) {
-  for (Captured& c : run.captured) {
-    const Stage& st = run.graph.stages[c.stage];
-    if (st.outputs[c.output].quantity == q && st.tile == tile) return c;
-  }
-  FAIL("no captured output of that quantity and tile");
-  throw;
-}
-}  // namespace
 
 TEST_CASE("hypothesis rescale-error: the accumulator rescaled by the inverse of exp(m_prev - m_new)", "[trace][hypotheses]") {
   // A real run of cpu-emulated-paged whose page-1 rescale is replaced by acc * exp(m_new - m_prev).

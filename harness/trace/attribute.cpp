@@ -16,6 +16,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::int64_t kDiagnosisElements = std::int64_t{1} << 28;  // 2 GiB an FP64 tensor
 
 
+// The logical row-major index of an element of a [B,H,R] or [B,H,R,C] output.
+std::int64_t flat_of(const Dims& dims, const Index4& i) {
+  const std::int64_t row = (i.b * dims[1] + i.h) * dims[2] + i.row;
+  return dims.size() == 4 ? row * dims[3] + std::max<std::int64_t>(i.col, 0) : row;
+}
+
 // Was the buffer an output lives in written by an earlier captured stage of this run?
 bool written_before(const TraceRun& run, std::size_t captured_index) {
   const int id = run.captured[captured_index].view.buffer_id;
@@ -228,7 +234,9 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   }
   // An infinity, or a zero, that no hypothesis explains, where the reference is finite and
   // representable and every earlier captured stage passed: it arose inside this stage.
-  if (std::isinf(k) && std::isfinite(ref) && std::fabs(ref) <= max_finite(r.dtype)) {
+  const bool masked_score = r.kind == StageKind::qk && k == -kInf;  // a mask's, tested above
+  if (std::isinf(k) && !masked_score && std::isfinite(ref) && std::fabs(ref) <= max_finite(r.dtype) &&
+      (ref == 0 || (k > 0) == (ref > 0))) {
     d.cause = "overflow";
     d.evidence = r.name + " holds " + number_text(k) + " at " + at_text(d.index) + " where the reference is " +
                  number_text(ref) + ", within " + dtype_name(r.dtype) + "'s range, and every earlier stage passed: a " +
@@ -368,9 +376,12 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
       return d;
     }
     const std::optional<Failure> f = failing_element(r);
-    // Never written from exactly the first row whose offset passes 2^16, 2^31 or 2^32: those rows
-    // went elsewhere (over earlier ones, where the first wrong value may lie, or outside).
-    if (r.flags.unwritten > 0) {
+    // Never written from exactly the first row whose offset passes 2^16, 2^31 or 2^32, and wrong
+    // before it: those rows went over earlier ones. (Whole outputs only: a tile's view is a
+    // slice of its buffer, whose offsets the kernel computes, not the view's.)
+    const Stage& whole = run.graph.stages[stage];
+    if (r.flags.unwritten > 0 && whole.tile < 0 && whole.split < 0 && f &&
+        flat_of(r.dims, f->element.index) < static_cast<std::int64_t>(r.flags.first_unwritten)) {
       const auto first = static_cast<std::int64_t>(r.flags.first_unwritten);
       if (const std::optional<std::string> wrap = index_wrap_at(r.dims, r.dtype, first)) {
         d.index = r.index_of(r.flags.first_unwritten);

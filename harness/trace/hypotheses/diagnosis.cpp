@@ -15,6 +15,12 @@ bool Diagnosis::key_indexed() const {
          result.quantity == Quantity::p_tilde;
 }
 
+bool Diagnosis::judged(std::int64_t b_, std::int64_t h_, std::int64_t row) const {
+  if (!sample || sample->all) return true;
+  const std::vector<std::int64_t>& rows = sample->per_head[static_cast<std::size_t>(b_ * inputs.problem.shape.heads + h_)];
+  return std::binary_search(rows.begin(), rows.end(), row);
+}
+
 std::vector<const BadElement*> Diagnosis::probes(std::size_t count) const {
   std::vector<const BadElement*> out;
   std::vector<std::int64_t> rows;
@@ -32,7 +38,6 @@ std::vector<const BadElement*> Diagnosis::probes(std::size_t count) const {
 
 bool Diagnosis::explains(const BadElement& e, double predicted) const {
   const double k = e.kernel;
-  if (std::isnan(predicted) || std::isnan(k)) return std::isnan(predicted) && std::isnan(k);  // a NaN predicted is a NaN
   if (!std::isfinite(predicted) || !std::isfinite(k)) return predicted == k;
   const double tolerance = 2 * e.bound + 4 * unit_roundoff(result.dtype) * std::fabs(predicted) + 1e-300;
   return std::fabs(k - predicted) <= tolerance;
@@ -47,6 +52,7 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
   d.h = at.h;
   d.stage_local = stage_local;
   d.col_offset = r.col_offset;
+  d.sample = rows;
   d.head = head_inputs(inputs, d.b, d.h);
   const HostTensor& kernel = run.captured[index].tensor;
   if (kernel.empty() || index >= references.size() || references[index].end_to_end.empty()) return d;

@@ -38,12 +38,14 @@ struct Diagnosis {
   HeadInputs head;                  // (b, h) in FP64: q, its K/V head's k and v, bias, scale
   MatrixR kernel, reference, bound;  // the failing output's head, its reference and deciding bound
   const HostTensor* reference_tensor = nullptr;  // the reference of every head (end to end or stage-local)
+  const RowSample* sample = nullptr;  // the judged rows (null: every row); other rows' references are 0
   std::int64_t col_offset = 0;      // global key of column 0 (a tile)
   bool stage_local = false;
   std::vector<BadElement> bad;      // in row-major order, at most kMaxBad
   std::int64_t bad_total = 0;
 
   bool key_indexed() const;  // scores, probs, p~: columns are keys
+  bool judged(std::int64_t b, std::int64_t h, std::int64_t row) const;  // its reference was computed
   // A few bad elements to draw candidates from, spread over the bad rows (the first bad row
   // may hold garbage no hypothesis predicts, e.g. a row never written).
   std::vector<const BadElement*> probes(std::size_t count = 4) const;

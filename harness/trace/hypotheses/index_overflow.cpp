@@ -2,10 +2,9 @@
 // where it reaches 2^16, 2^31 or 2^32. From the first row whose offset reaches it, rows are not
 // where they belong: with an unsigned index they land 2^16 or 2^32 (in the index's unit)
 // earlier, over the rows there, and are missing from their own place (a signed one goes
-// negative and writes outside). So an element is explained when it lies at or past the first
-// wrapped row and its place still holds the buffer's poison (NaN), or when it holds the
-// reference of the element one wrap later. The first wrapped row itself must be wrong (when it
-// is in the diagnosed head).
+// negative and writes outside). So an element is explained when the output's never-written
+// elements start exactly at the first wrapped row and it lies there or past it, or when it
+// holds the reference of the element one wrap later (a row the sample judged).
 #include <cmath>
 #include <optional>
 #include <string>
@@ -62,21 +61,17 @@ Explanation test_index_overflow(const Diagnosis& d) {
   Explanation best;
   for_each_wrap(cols, static_cast<std::int64_t>(dtype_size(d.result.dtype)), numel_of(dims) / cols,
                 [&](std::int64_t unit, int bits, std::int64_t first_wrapped) {
-    const std::int64_t local = first_wrapped - head_row0;
-    if (local >= 0 && local < d.kernel.rows()) {
-      bool wrong = false;
-      for (Eigen::Index c = 0; c < d.kernel.cols() && !wrong; ++c) {
-        wrong = !(std::fabs(d.kernel(local, c) - d.reference(local, c)) <= d.bound(local, c));
-      }
-      if (!wrong) return;
-    }
+    // Missing from their place: the output's never-written elements start exactly there.
+    const bool missing = d.result.flags.unwritten > 0 &&
+                         static_cast<std::int64_t>(d.result.flags.first_unwritten) == first_wrapped * cols;
     const std::int64_t modulus = (std::int64_t{1} << (bits == 16 ? 16 : 32)) / unit;
     std::size_t n = 0;
     for (const BadElement& e : d.bad) {
       const std::int64_t global_row = head_row0 + e.r, flat = global_row * cols + e.c;
-      bool explained = global_row >= first_wrapped && std::isnan(e.kernel);  // its place still poisoned
+      bool explained = missing && global_row >= first_wrapped && std::isnan(e.kernel);  // its place still poisoned
       if (!explained && ref && bits != 31 && flat + modulus < ref->numel()) {
-        explained = d.explains(e, ref->get(flat + modulus));
+        const Index4 from = index_in(dims, flat + modulus);
+        explained = d.judged(from.b, from.h, from.row) && d.explains(e, ref->get(flat + modulus));
       }
       n += explained;
     }

@@ -10,7 +10,9 @@
 // O(Sk·D) a row.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <utility>
 
 #include "core/numeric.h"
 #include "harness/trace/hypotheses/diagnosis.h"
@@ -62,7 +64,8 @@ class RowEmulator {
   // The error the emulation makes on row r, element by element: emulated - exact, both on the
   // same inputs (for `stored`, the reference rounded, minus the reference).
   std::vector<double> error(const Emulation& e, Eigen::Index r) const {
-    std::vector<double> out(static_cast<std::size_t>(d_.kernel.cols()), 0.0);
+    // NaN where the emulation has nothing to say (a masked key, a non-finite reference).
+    std::vector<double> out(static_cast<std::size_t>(d_.kernel.cols()), std::numeric_limits<double>::quiet_NaN());
     for (Eigen::Index c = 0; c < d_.kernel.cols(); ++c) {
       const double ref = d_.reference(r, c);
       if (!std::isfinite(ref)) continue;
@@ -87,7 +90,7 @@ class RowEmulator {
     double exact = 0, emulated = 0;
     for (std::int64_t j = 0; j < keys; ++j) {
       const double p = w(r, j), v = d_.head.v(weights_->first_key + j, c);
-      if (!std::isfinite(p)) return 0;
+      if (!std::isfinite(p)) return std::numeric_limits<double>::quiet_NaN();
       exact += p * v;
       if (e.change == Change::operand) {
         emulated += round_to(e.format, p) * v;
@@ -106,6 +109,19 @@ double rms(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v * v;
   return x.empty() ? 0 : std::sqrt(s / static_cast<double>(x.size()));
+}
+
+// The emulation's errors and the kernel's over the same columns: those where both are defined.
+std::pair<std::vector<double>, std::vector<double>> paired_errors(const Diagnosis& d, const std::vector<double>& emulated,
+                                                                  Eigen::Index r) {
+  std::pair<std::vector<double>, std::vector<double>> out;
+  for (Eigen::Index c = 0; c < d.kernel.cols(); ++c) {
+    const double e = emulated[static_cast<std::size_t>(c)], k = d.kernel(r, c), x = d.reference(r, c);
+    if (!std::isfinite(e) || !std::isfinite(k) || !std::isfinite(x)) continue;
+    out.first.push_back(e);
+    out.second.push_back(k - x);
+  }
+  return out;
 }
 
 }  // namespace
@@ -133,11 +149,8 @@ Explanation test_lower_precision(const Diagnosis& d) {
       if (!emulator.supports(e) || (change == Change::stored && unit_roundoff(format) <= declared)) continue;
       std::size_t n = 0;
       for (const auto& [r, bad] : rows) {
-        std::vector<double> kernel_error;
-        for (Eigen::Index c = 0; c < d.kernel.cols(); ++c) {
-          if (std::isfinite(d.kernel(r, c)) && std::isfinite(d.reference(r, c))) kernel_error.push_back(d.kernel(r, c) - d.reference(r, c));
-        }
-        const double emulated = rms(emulator.error(e, r)), observed = rms(kernel_error);
+        const auto [emulated_error, kernel_error] = paired_errors(d, emulator.error(e, r), r);
+        const double emulated = rms(emulated_error), observed = rms(kernel_error);
         if (!(emulated > 0) || observed > kRmsRatio * emulated || observed * kRmsRatio < emulated) continue;
         for (const BadElement* b : bad) {
           if (std::fabs(b->kernel - b->reference) <= kSigmas * emulated) ++n;

@@ -58,6 +58,13 @@ Explanation test_rescale_factor(const Diagnosis& d) {
                               {"omitted: the previous state carried over unscaled", [](double) { return 1.0; }},
                               {"applied twice", [](double r) { return r * r; }},
                               {"dropped: the previous state not carried at all", [](double) { return 0.0; }}};
+  // A predicted NaN (0 times an inverted factor of exp(+inf)) is evidence only when every
+  // element of every row with a key holds NaN, as that arithmetic gives: a few NaNs are not it.
+  bool every_keyed_row_nan = true;
+  for (Eigen::Index r = 0; r < d.kernel.rows() && every_keyed_row_nan; ++r) {
+    if (!std::isfinite((*max_now)(r, 0))) continue;
+    for (Eigen::Index c = 0; c < d.kernel.cols() && every_keyed_row_nan; ++c) every_keyed_row_nan = std::isnan(d.kernel(r, c));
+  }
   Explanation best;
   for (const Variant& v : variants) {
     std::size_t n = 0;
@@ -67,7 +74,8 @@ Explanation test_rescale_factor(const Diagnosis& d) {
       const double r = std::exp(m_prev - m_new), wrong = v.factor(r);
       if (wrong == r) continue;  // this variant changes nothing here: no evidence
       const double previous = before->cols() == 1 ? (*before)(e.r, 0) : (*before)(e.r, e.c);
-      if (d.explains(e, e.reference + (wrong - r) * previous)) ++n;
+      const double predicted = e.reference + (wrong - r) * previous;
+      if (std::isnan(predicted) ? every_keyed_row_nan && std::isnan(e.kernel) : d.explains(e, predicted)) ++n;
     }
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
     if (n == 0 || fraction <= best.explained) continue;
