@@ -252,11 +252,11 @@ std::vector<hsize_t> chunk_shape(const Dims& dims, std::size_t element_size) {
 
 // Dataset creation properties: no timestamps (identical inputs give identical files), and
 // for non-empty arrays chunking with shuffle + deflate.
-H5Handle dataset_creation_properties(const HostTensor& t) {
+H5Handle dataset_creation_properties(DType dtype, const Dims& dims) {
   H5Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Kind::property_list);
   if (!dcpl || H5Pset_obj_track_times(dcpl.get(), 0) < 0) return H5Handle();
-  if (t.rank() == 0 || t.numel() == 0) return dcpl;
-  const std::vector<hsize_t> chunk = chunk_shape(t.dims(), dtype_size(t.dtype()));
+  if (dims.empty() || numel_of(dims) == 0) return dcpl;
+  const std::vector<hsize_t> chunk = chunk_shape(dims, dtype_size(dtype));
   const bool ok = H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) >= 0 &&
                   H5Pset_shuffle(dcpl.get()) >= 0 && H5Pset_deflate(dcpl.get(), kDeflateLevel) >= 0;
   if (!ok) return H5Handle();
@@ -372,37 +372,61 @@ void H5Writer::ensure_group(const std::string& group_path) {
 }
 
 void H5Writer::write_tensor(const std::string& dataset_path, const HostTensor& t) {
-  require_open(dataset_path);
-  const auto parts = split_object_path(dataset_path);
-  if (!parts) fail(dataset_path, invalid_path_message());
-  if (parts->empty()) fail(dataset_path, "the root group cannot be a dataset");
   const std::size_t expected_bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
   if (t.empty() || t.nbytes() != expected_bytes) {
     fail(dataset_path, "cannot write a tensor holding " + std::to_string(t.nbytes()) + " bytes as " +
                            dtype_name(t.dtype()) + " " + dims_string(t.dims()));
   }
-  if (t.rank() > H5S_MAX_RANK) fail(dataset_path, "rank " + std::to_string(t.rank()) + " exceeds HDF5's 32");
+  create_dataset(dataset_path, t.dtype(), t.dims());
+  if (t.numel() > 0) write_block(dataset_path, Dims(t.dims().size(), 0), t);
+}
+
+void H5Writer::create_dataset(const std::string& dataset_path, DType dtype, const Dims& dims) {
+  require_open(dataset_path);
+  const auto parts = split_object_path(dataset_path);
+  if (!parts) fail(dataset_path, invalid_path_message());
+  if (parts->empty()) fail(dataset_path, "the root group cannot be a dataset");
+  if (dims.size() > H5S_MAX_RANK) fail(dataset_path, "rank " + std::to_string(dims.size()) + " exceeds HDF5's 32");
 
   ensure_group(parent_object_path(*parts));
   const htri_t taken = H5Lexists(file_.get(), dataset_path.c_str(), H5P_DEFAULT);
   if (taken != 0) fail(dataset_path, taken > 0 ? "already exists" : "cannot write (link lookup failed)");
 
-  H5Handle file_type = file_type_of(t.dtype());
-  H5Handle memory_type = memory_type_of(t.dtype());
-  H5Handle space = dataspace_for(t.dims());
-  H5Handle dcpl = dataset_creation_properties(t);
-  if (!file_type || !memory_type || !space || !dcpl) {
-    fail(dataset_path, "cannot write (HDF5 type, dataspace or property setup failed)");
-  }
+  H5Handle file_type = file_type_of(dtype);
+  H5Handle space = dataspace_for(dims);
+  H5Handle dcpl = dataset_creation_properties(dtype, dims);
+  if (!file_type || !space || !dcpl) fail(dataset_path, "cannot write (HDF5 type, dataspace or property setup failed)");
   H5Handle dataset(H5Dcreate2(file_.get(), dataset_path.c_str(), file_type.get(), space.get(),
                               H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                    H5Kind::dataset);
   if (!dataset) fail(dataset_path, "cannot create dataset");
-  if (t.numel() > 0 &&
-      H5Dwrite(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data()) < 0) {
+  if (const char* tag = storage_tag_of(dtype)) set_attribute(dataset_path, kDtypeAttribute, tag);
+}
+
+void H5Writer::write_block(const std::string& dataset_path, const Dims& offset, const HostTensor& block) {
+  require_open(dataset_path);
+  const std::size_t expected_bytes = static_cast<std::size_t>(block.numel()) * dtype_size(block.dtype());
+  if (block.nbytes() != expected_bytes || block.dims().size() != offset.size()) {
+    fail(dataset_path, "cannot write a block " + dims_string(block.dims()) + " at an offset of rank " +
+                           std::to_string(offset.size()));
+  }
+  if (block.numel() == 0) return;
+  H5Handle dataset(H5Dopen2(file_.get(), dataset_path.c_str(), H5P_DEFAULT), H5Kind::dataset);
+  if (!dataset) fail(dataset_path, "cannot open dataset to write a block");
+  H5Handle file_space(H5Dget_space(dataset.get()), H5Kind::dataspace);
+  H5Handle memory_type = memory_type_of(block.dtype());
+  H5Handle memory_space = dataspace_for(block.dims());
+  if (!file_space || !memory_type || !memory_space) fail(dataset_path, "cannot write a block (HDF5 setup failed)");
+  if (!offset.empty()) {
+    const std::vector<hsize_t> start(offset.begin(), offset.end()), count(block.dims().begin(), block.dims().end());
+    if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
+        H5Sselect_valid(file_space.get()) <= 0) {
+      fail(dataset_path, "block " + dims_string(block.dims()) + " at " + dims_string(offset) + " lies outside the dataset");
+    }
+  }
+  if (H5Dwrite(dataset.get(), memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, block.data()) < 0) {
     fail(dataset_path, "cannot write data");
   }
-  if (const char* tag = storage_tag_of(t.dtype())) set_attribute(dataset_path, kDtypeAttribute, tag);
 }
 
 void H5Writer::put_attribute(const std::string& object_path, const std::string& name, hid_t file_type,

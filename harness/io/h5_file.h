@@ -76,6 +76,10 @@ class H5Writer {
 
   // Creates missing parent groups. Writing to an existing path is an error.
   void write_tensor(const std::string& dataset_path, const HostTensor& t);
+  // A dataset written in pieces: created whole (zeros until written), then each piece at its
+  // offset, `block` holding the piece's extent (rank equal to the dataset's).
+  void create_dataset(const std::string& dataset_path, DType dtype, const Dims& dims);
+  void write_block(const std::string& dataset_path, const Dims& offset, const HostTensor& block);
   void ensure_group(const std::string& group_path);
 
   // On an existing group or dataset; an existing attribute of that name is replaced.

@@ -1,0 +1,19 @@
+#pragma once
+// `flashcore-check reference`, streamed: every reference tensor of compute_reference
+// (reference/attention.h) written into the HDF5 file block of query rows by block, so that no
+// tensor of a whole head is ever held (rows of attention are independent). The file is the
+// one write_reference writes (the same datasets, dtypes, shapes and attributes).
+#include <vector>
+
+#include "harness/inputs.h"
+#include "harness/io/h5_file.h"
+#include "reference/attention.h"
+
+namespace fc {
+
+// Writes /reference/... and returns the fully masked rows (that exist). `budget_bytes`: what
+// the blocks in flight may hold together.
+std::vector<MaskedRow> write_reference_streamed(H5Writer& out, const AttentionInputs& in, const ReferenceOptions& options,
+                                                std::int64_t budget_bytes = std::int64_t{256} << 20);
+
+}  // namespace fc
