@@ -54,6 +54,7 @@ Bounded top_left(const Bounded& b, const Extent& e) {
 
 // Writes the rows of m into head (b, h) of t: every row, or those of a sample.
 void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows, const MatrixR& m) {
+  if (t.empty()) return;  // not kept (only_reference keeps the bounds that decide)
   if (!rows) {
     set_head(t, b, h, m);
     return;
@@ -191,8 +192,13 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     for (std::size_t i : traced) {
       if (only_reference && i != *only_reference) continue;
       OutputReferences& r = (*references)[i];
+      const bool tight = judged_by == BoundChoice::tight;
       for (HostTensor* t : {&r.end_to_end, &r.end_to_end_bound, &r.end_to_end_tight, &r.local, &r.local_bound,
                             &r.local_tight}) {
+        // For attribution alone, the bound that does not decide is not kept.
+        const bool deciding = t == &r.end_to_end || t == &r.local || (tight ? t == &r.end_to_end_tight || t == &r.local_tight
+                                                                             : t == &r.end_to_end_bound || t == &r.local_bound);
+        if (only_reference && !deciding) continue;
         *t = HostTensor(DType::f64, results[i].dims);
       }
     }

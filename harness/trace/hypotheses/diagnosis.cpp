@@ -61,6 +61,7 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
   const HostTensor& reference = stage_local ? refs.local : refs.end_to_end;
   const HostTensor& bound = stage_local ? (tight ? refs.local_tight : refs.local_bound)
                                         : (tight ? refs.end_to_end_tight : refs.end_to_end_bound);
+  if (reference.empty() || bound.empty()) return d;  // not kept: nothing to test
   d.reference_tensor = &reference;
   d.kernel = head_matrix(kernel, d.b, d.h) * r.value_scale;
   d.reference = head_matrix(reference, d.b, d.h);
