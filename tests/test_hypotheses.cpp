@@ -112,6 +112,42 @@ Captured& captured_at(TraceRun& run, Quantity q, int tile) {
   throw;
 }
 
+// A real traced run of a CPU implementation on a case_of("none") of this shape: its captures
+// are edited to plant a bug's evidence, then judged.
+struct TracedRun {
+  TracedRun(const std::string& name, const Shape& shape) : spec(case_of("none")) {
+    spec.shape = shape;
+    in = generate_inputs(spec);
+    impl = make_implementation(name);
+    run = run_traced(*impl, in, nullptr, true);
+  }
+  Captured& at(Quantity q, int tile) { return captured_at(run, q, tile); }
+  Divergence judged() const {
+    const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
+    REQUIRE(r.divergence);
+    INFO(r.divergence->cause << ": " << r.divergence->evidence);
+    return *r.divergence;
+  }
+  CaseSpec spec;
+  AttentionInputs in;
+  std::unique_ptr<Implementation> impl;
+  TraceRun run;
+};
+
+// Elements [first, end) of a 16-bit captured output hold its buffer's poison again (never
+// written), as its flags then say; with `landed`, each one's value is first copied to the
+// element `first` places before it.
+void unwrite_from(Captured& out, std::int64_t first, bool landed) {
+  auto* bits = out.tensor.data_as<std::uint16_t>();
+  const auto poison = static_cast<std::uint16_t>(poison_bits(out.tensor.dtype(), out.view.buffer_id));
+  for (std::int64_t i = first; i < out.tensor.numel(); ++i) {
+    if (landed) bits[i - first] = bits[i];
+    bits[i] = poison;
+  }
+  out.flags.unwritten = static_cast<unsigned long long>(out.tensor.numel() - first);
+  out.flags.first_unwritten = static_cast<unsigned long long>(first);
+}
+
 }  // namespace
 
 TEST_CASE("hypothesis mask-mismatch: a causal mask that also masks the diagonal is named, with its diagonal",
@@ -310,24 +346,9 @@ TEST_CASE("index-overflow: output rows whose offset passes 2^16 elements land 2^
           "[trace][hypotheses]") {
   // A real cpu-emulated run whose output row offset is held in 16 bits: rows 1024.. of the [.., 64]
   // output are written over rows 0.. and never in their place (still the buffer's poison).
-  CaseSpec spec = case_of("none");
-  spec.shape = {1, 1, 1030, 32, 64};
-  const AttentionInputs in = generate_inputs(spec);
-  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated");
-  TraceRun run = run_traced(*impl, in, nullptr, true);
-  Captured& out = captured_at(run, Quantity::output, -1);
-  auto* bits = out.tensor.data_as<std::uint16_t>();
-  const auto poison = static_cast<std::uint16_t>(poison_bits(out.tensor.dtype(), out.view.buffer_id));
-  for (std::int64_t i = 1024 * 64; i < out.tensor.numel(); ++i) {
-    bits[i - 1024 * 64] = bits[i];
-    bits[i] = poison;
-  }
-  out.flags.unwritten = static_cast<unsigned long long>(out.tensor.numel() - 1024 * 64);
-  out.flags.first_unwritten = 1024 * 64;
-  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
-  REQUIRE(r.divergence);
-  const Divergence& d = *r.divergence;
-  INFO(d.cause << ": " << d.evidence);
+  TracedRun traced("cpu-emulated", {1, 1, 1030, 32, 64});
+  unwrite_from(traced.at(Quantity::output, -1), 1024 * 64, true);
+  const Divergence d = traced.judged();
   CHECK(d.stage == "pv");
   CHECK((d.index.row == 1024 && d.index.col == 0));
   CHECK(d.cause == "index-overflow");
@@ -338,21 +359,9 @@ TEST_CASE("index-overflow: output rows whose offset passes 2^16 elements land 2^
 
 TEST_CASE("no index-overflow where a head boundary falls on 2^16 and nothing landed early", "[trace][hypotheses]") {
   // Only head 0 written (a grid bug): head 1 starts at 2^16 elements, but no row went anywhere.
-  CaseSpec spec = case_of("none");
-  spec.shape = {1, 2, 1024, 32, 64};
-  const AttentionInputs in = generate_inputs(spec);
-  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated");
-  TraceRun run = run_traced(*impl, in, nullptr, true);
-  Captured& out = captured_at(run, Quantity::output, -1);
-  auto* bits = out.tensor.data_as<std::uint16_t>();
-  const auto poison = static_cast<std::uint16_t>(poison_bits(out.tensor.dtype(), out.view.buffer_id));
-  for (std::int64_t i = 1024 * 64; i < out.tensor.numel(); ++i) bits[i] = poison;
-  out.flags.unwritten = static_cast<unsigned long long>(out.tensor.numel() - 1024 * 64);
-  out.flags.first_unwritten = 1024 * 64;
-  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
-  REQUIRE(r.divergence);
-  INFO(r.divergence->cause << ": " << r.divergence->evidence);
-  CHECK(r.divergence->cause == "unwritten-output");
+  TracedRun traced("cpu-emulated", {1, 2, 1024, 32, 64});
+  unwrite_from(traced.at(Quantity::output, -1), 1024 * 64, false);
+  CHECK(traced.judged().cause == "unwritten-output");
 }
 
 TEST_CASE("hypothesis race: an output that changes from run to run on the same inputs", "[trace][hypotheses]") {
@@ -369,48 +378,35 @@ TEST_CASE("hypothesis race: an output that changes from run to run on the same i
   CHECK(runs == 3);  // the trace build, the production build and one rerun: the first rerun differed
 }
 
-
 TEST_CASE("hypothesis rescale-error: the accumulator rescaled by the inverse of exp(m_prev - m_new)", "[trace][hypotheses]") {
   // A real run of cpu-emulated-paged whose page-1 rescale is replaced by acc * exp(m_new - m_prev).
-  CaseSpec spec = case_of("none");
-  spec.shape = {1, 2, 32, 200, 64};
-  const AttentionInputs in = generate_inputs(spec);
-  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated-paged");
-  TraceRun run = run_traced(*impl, in, nullptr, true);
-  const Captured& acc0 = captured_at(run, Quantity::acc, 0);
-  const Captured& max0 = captured_at(run, Quantity::row_max, 0);
-  const Captured& max1 = captured_at(run, Quantity::row_max, 1);
-  Captured& rescaled = captured_at(run, Quantity::rescaled_acc, 1);
-  const std::int64_t dim = spec.shape.head_dim;
+  TracedRun traced("cpu-emulated-paged", {1, 2, 32, 200, 64});
+  const Captured& acc0 = traced.at(Quantity::acc, 0);
+  const Captured& max0 = traced.at(Quantity::row_max, 0);
+  const Captured& max1 = traced.at(Quantity::row_max, 1);
+  Captured& rescaled = traced.at(Quantity::rescaled_acc, 1);
+  const std::int64_t dim = traced.spec.shape.head_dim;
   for (std::int64_t i = 0; i < rescaled.tensor.numel(); ++i) {
     const std::int64_t row = i / dim;
     rescaled.tensor.set(i, acc0.tensor.get(i) * std::exp(max1.tensor.get(row) - max0.tensor.get(row)));
   }
-  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
-  REQUIRE(r.divergence);
-  INFO(r.divergence->cause << ": " << r.divergence->evidence);
-  CHECK(r.divergence->stage == "rescale[1]");
-  CHECK(r.divergence->cause == "rescale-error");
-  CHECK(r.divergence->evidence.find("inverted") != std::string::npos);
+  const Divergence d = traced.judged();
+  CHECK(d.stage == "rescale[1]");
+  CHECK(d.cause == "rescale-error");
+  CHECK(d.evidence.find("inverted") != std::string::npos);
 }
 
 TEST_CASE("hypothesis rescale-error on the first tile: an inverted factor is exp(+inf), and 0 times it NaN",
           "[trace][hypotheses]") {
   // A fused kernel computing r = exp(m_new - m_prev) starts from m_prev = -inf and a zero state:
   // its first running sum is 0 * inf + sum(p~) = NaN in every row that has a key.
-  CaseSpec spec = case_of("none");
-  spec.shape = {1, 2, 32, 200, 64};
-  const AttentionInputs in = generate_inputs(spec);
-  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated-paged");
-  TraceRun run = run_traced(*impl, in, nullptr, true);
-  Captured& sum0 = captured_at(run, Quantity::row_sum, 0);
+  TracedRun traced("cpu-emulated-paged", {1, 2, 32, 200, 64});
+  Captured& sum0 = traced.at(Quantity::row_sum, 0);
   for (std::int64_t i = 0; i < sum0.tensor.numel(); ++i) sum0.tensor.set(i, std::numeric_limits<double>::quiet_NaN());
-  const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
-  REQUIRE(r.divergence);
-  INFO(r.divergence->cause << ": " << r.divergence->evidence);
-  CHECK(r.divergence->output == "softmax[0].sum");
-  CHECK(r.divergence->cause == "rescale-error");
-  CHECK(r.divergence->evidence.find("inverted") != std::string::npos);
+  const Divergence d = traced.judged();
+  CHECK(d.output == "softmax[0].sum");
+  CHECK(d.cause == "rescale-error");
+  CHECK(d.evidence.find("inverted") != std::string::npos);
 }
 
 }  // namespace fc

@@ -128,25 +128,31 @@ void write_reference(H5Writer& out, const ReferenceTensors& r, const ReferenceOp
   out.write_tensor("/reference/full/row_sum", r.row_sum);
   out.write_tensor("/reference/full/lse", r.lse);
   out.write_tensor("/reference/full/output", r.output);
-  HostTensor masked(DType::i64, {static_cast<std::int64_t>(r.masked_rows.size()), 3});
-  for (std::size_t i = 0; i < r.masked_rows.size(); ++i) {
-    masked.set(static_cast<std::int64_t>(3 * i), static_cast<double>(r.masked_rows[i].b));
-    masked.set(static_cast<std::int64_t>(3 * i + 1), static_cast<double>(r.masked_rows[i].h));
-    masked.set(static_cast<std::int64_t>(3 * i + 2), static_cast<double>(r.masked_rows[i].row));
-  }
-  out.write_tensor("/reference/full/masked_rows", masked);
   if (options.page_width > 0) {
     out.write_tensor("/reference/paged/row_max", r.page_max);
     out.write_tensor("/reference/paged/row_sum", r.page_sum);
     out.write_tensor("/reference/paged/rescale", r.page_rescale);
     out.write_tensor("/reference/paged/acc", r.page_acc);
     out.write_tensor("/reference/paged/output", r.paged_output);
-    out.set_attribute("/reference/paged", "page_width", options.page_width);
   }
   if (options.splits > 0) {
     out.write_tensor("/reference/split/lse", r.split_lse);
     out.write_tensor("/reference/split/output", r.split_output);
     out.write_tensor("/reference/split/combined", r.combined_output);
+  }
+  write_reference_extras(out, r.masked_rows, options);
+}
+
+void write_reference_extras(H5Writer& out, const std::vector<MaskedRow>& masked_rows, const ReferenceOptions& options) {
+  HostTensor masked(DType::i64, {static_cast<std::int64_t>(masked_rows.size()), 3});
+  for (std::size_t i = 0; i < masked_rows.size(); ++i) {
+    masked.set(static_cast<std::int64_t>(3 * i), static_cast<double>(masked_rows[i].b));
+    masked.set(static_cast<std::int64_t>(3 * i + 1), static_cast<double>(masked_rows[i].h));
+    masked.set(static_cast<std::int64_t>(3 * i + 2), static_cast<double>(masked_rows[i].row));
+  }
+  out.write_tensor("/reference/full/masked_rows", masked);
+  if (options.page_width > 0) out.set_attribute("/reference/paged", "page_width", options.page_width);
+  if (options.splits > 0) {
     out.set_attribute("/reference/split", "splits", options.splits);
     out.set_attribute("/reference/split", "tile_width", options.page_width > 0 ? options.page_width : 64);
   }

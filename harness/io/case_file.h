@@ -20,6 +20,9 @@ void write_header(H5Writer& out, const std::string& kind, const std::string& com
 void write_inputs(H5Writer& out, const AttentionInputs& inputs);
 // /reference/full, and /reference/paged, /reference/split when computed.
 void write_reference(H5Writer& out, const ReferenceTensors& reference, const ReferenceOptions& options);
+// /reference/full/masked_rows and the attributes of /reference/paged and /reference/split,
+// after their datasets (write_reference ends with it; the streamed reference too).
+void write_reference_extras(H5Writer& out, const std::vector<MaskedRow>& masked_rows, const ReferenceOptions& options);
 
 struct CaseFile {
   std::string kind;

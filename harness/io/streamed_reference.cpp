@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include "core/parallel.h"
+#include "harness/io/case_file.h"
 
 namespace fc {
 namespace {
@@ -136,18 +137,7 @@ std::vector<MaskedRow> write_reference_streamed(H5Writer& out, const AttentionIn
       }
     }
   }
-  HostTensor rows_masked(DType::i64, {static_cast<std::int64_t>(masked.size()), 3});
-  for (std::size_t i = 0; i < masked.size(); ++i) {
-    rows_masked.set(static_cast<std::int64_t>(3 * i), static_cast<double>(masked[i].b));
-    rows_masked.set(static_cast<std::int64_t>(3 * i + 1), static_cast<double>(masked[i].h));
-    rows_masked.set(static_cast<std::int64_t>(3 * i + 2), static_cast<double>(masked[i].row));
-  }
-  out.write_tensor("/reference/full/masked_rows", rows_masked);
-  if (pages > 0) out.set_attribute("/reference/paged", "page_width", options.page_width);
-  if (options.splits > 0) {
-    out.set_attribute("/reference/split", "splits", options.splits);
-    out.set_attribute("/reference/split", "tile_width", split_tile);
-  }
+  write_reference_extras(out, masked, options);
   return masked;
 }
 

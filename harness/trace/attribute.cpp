@@ -214,7 +214,7 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   }
   // Hypotheses tested on the numbers (harness/trace/hypotheses/): the best explanation of
   // at least 90% of the failing head's bad elements names the cause.
-  // They hold the output's FP64 references (six tensors of its size) and the failing head in
+  // They hold the output's FP64 references (four tensors of its size) and the failing head in
   // FP64: past kDiagnosisElements that would be the largest thing the run holds, so a larger
   // output is not diagnosed (its evidence says so) rather than risk the host's memory.
   const std::int64_t elements = numel_of(r.dims);
@@ -387,11 +387,8 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
         d.index = r.index_of(r.flags.first_unwritten);
         d.cause = "index-overflow";
         d.evidence = std::to_string(r.flags.unwritten) + " elements of " + r.name + " were never written, the first at " +
-                     at_text(d.index) + ": " + *wrap +
-                     (f && !(f->element.index == d.index) ? "; the first wrong value is at " + at_text(f->element.index) +
-                                                                 " (" + number_text(f->element.kernel) + ", reference " +
-                                                                 number_text(f->element.reference) + ")"
-                                                           : std::string());
+                     at_text(d.index) + ": " + *wrap + "; the first wrong value is at " + at_text(f->element.index) +
+                     " (" + number_text(f->element.kernel) + ", reference " + number_text(f->element.reference) + ")";
         return d;
       }
     }

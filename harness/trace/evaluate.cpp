@@ -219,6 +219,10 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const QuantityMap e2e = end_to_end_reference(in, shape, graph);
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows);
     for (std::size_t i : traced) {
+      if (only_reference && i != *only_reference) {  // its references alone are wanted
+        mine.emplace_back();
+        continue;
+      }
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
@@ -226,7 +230,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       spot.rows = rows;
       const OutputComparison m = compare_output(in, inputs.problem, graph, e2e, kernel, stage, out, spot, judged_by);
       mine.push_back({m.end_to_end, m.local});
-      if (references && (!only_reference || i == *only_reference)) {  // each head its own slice: no two threads share elements
+      if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
         set_rows(refs.end_to_end, b, h, rows, m.end_to_end_reference.value);
         set_rows(refs.end_to_end_bound, b, h, rows, m.end_to_end_reference.bound);
@@ -235,6 +239,10 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
         set_rows(refs.local_bound, b, h, rows, m.local_reference.bound);
         set_rows(refs.local_tight, b, h, rows, m.local_reference.tight);
       }
+    }
+    if (only_reference) {
+      mine.resize(traced.size() + produced.size());
+      return;
     }
     for (std::size_t n = 0; n < produced.size(); ++n) {
       const Captured& c = run.production.results[produced[n]];

@@ -38,9 +38,10 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 // `references`, when given, receives one entry per captured output (for snapshots; rows
 // a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison
 // to its rows. A head larger than `block_elements` is judged in blocks of rows
-// (kRowBlockElements, reference/attention.h). `only_reference`: fill the references of that
-// captured output alone (attribution needs the first failing one; six FP64 tensors of every
-// output would be the largest thing a long-context run holds).
+// (kRowBlockElements, reference/attention.h). `only_reference`: compare that captured output
+// alone and keep its references and the bound that decides (attribution needs the failing
+// one's; six FP64 tensors of every output would be the largest thing a long-context run
+// holds); the other results are then not compared.
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
                                            BoundChoice judged_by = BoundChoice::tight,

@@ -92,18 +92,29 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
   return d;
 }
 
-std::optional<StageWeights> stage_weights(const Diagnosis& d) {
-  const StageGraph& g = d.run.graph;
-  for (const Captured& c : d.run.captured) {
+Eigen::RowVectorXd Diagnosis::row_scores(Eigen::Index row, std::int64_t keys, bool masked) const {
+  Eigen::RowVectorXd s = head.scale * (head.q.row(row) * head.k.topRows(keys).transpose());
+  if (head.softcap > 0) s = (head.softcap * (s.array() / head.softcap).tanh()).matrix();
+  if (masked) s += head.bias.row(row).head(keys);
+  return s;
+}
+
+std::optional<MatrixR> Diagnosis::captured_head(Quantity q, int split, int tile) const {
+  for (const Captured& c : run.captured) {
     if (!c.present || c.tensor.empty()) continue;
-    const Stage& stage = g.stages[c.stage];
+    const Stage& stage = run.graph.stages[c.stage];
     const StageOutput& out = stage.outputs[c.output];
-    const bool full = out.quantity == Quantity::probs && d.result.tile < 0;
-    const bool tile = out.quantity == Quantity::p_tilde && stage.tile == d.result.tile && stage.split == d.result.split;
-    if (!full && !tile) continue;
-    return StageWeights{head_matrix(c.tensor, d.b, d.h) * out.value_scale, full ? 0 : stage.tile * g.algorithm.tile_width};
+    if (out.quantity == q && stage.split == split && stage.tile == tile) return head_matrix(c.tensor, b, h) * out.value_scale;
   }
   return std::nullopt;
+}
+
+std::optional<StageWeights> stage_weights(const Diagnosis& d) {
+  const int tile = d.result.tile;
+  std::optional<MatrixR> w = tile < 0 ? d.captured_head(Quantity::probs, -1, -1)
+                                      : d.captured_head(Quantity::p_tilde, d.result.split, tile);
+  if (!w) return std::nullopt;
+  return StageWeights{std::move(*w), tile < 0 ? 0 : tile * d.run.graph.algorithm.tile_width};
 }
 
 std::vector<Explanation> test_hypotheses(const Diagnosis& d) {

@@ -46,6 +46,11 @@ struct Diagnosis {
 
   bool key_indexed() const;  // scores, probs, p~: columns are keys
   bool judged(std::int64_t b, std::int64_t h, std::int64_t row) const;  // its reference was computed
+  // Row `row` of the head's scores in FP64 over keys [0, keys): scale q kᵀ, soft-capped, and the
+  // mask's bias when `masked` (without it: the scores as if nothing were masked).
+  Eigen::RowVectorXd row_scores(Eigen::Index row, std::int64_t keys, bool masked) const;
+  // Head (b, h) of the captured output of this quantity in stage (split, tile), value-scaled.
+  std::optional<MatrixR> captured_head(Quantity q, int split, int tile) const;
   // A few bad elements to draw candidates from, spread over the bad rows (the first bad row
   // may hold garbage no hypothesis predicts, e.g. a row never written).
   std::vector<const BadElement*> probes(std::size_t count = 4) const;

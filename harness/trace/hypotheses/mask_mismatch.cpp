@@ -106,8 +106,7 @@ struct MaskedRowOutput {
 MatrixR uniform_row(const Diagnosis& d, std::int64_t, std::int64_t keys) { return d.head.v.topRows(keys).colwise().mean(); }
 
 MatrixR unmasked_row(const Diagnosis& d, std::int64_t row, std::int64_t keys) {
-  Eigen::RowVectorXd s = d.head.scale * (d.head.q.row(row) * d.head.k.topRows(keys).transpose());
-  if (d.head.softcap > 0) s = (d.head.softcap * (s.array() / d.head.softcap).tanh()).matrix();
+  const Eigen::RowVectorXd s = d.row_scores(row, keys, false);
   const Eigen::RowVectorXd p = (s.array() - s.maxCoeff()).exp().matrix();
   return (p / p.sum()) * d.head.v.topRows(keys);
 }

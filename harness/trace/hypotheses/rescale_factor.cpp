@@ -1,8 +1,9 @@
 // rescale-error: an online-softmax running state (the row sum, the accumulator, the rescaled
 // accumulator) equals the reference with the rescale factor r = exp(m_prev - m_new) replaced
-// by 1/r (inverted), 1 (omitted) or r^2 (applied twice). The state after tile t is
-// r S_{t-1} + C_t, so the kernel holds reference + (r' - r) S_{t-1}; S_{t-1} is the kernel's own
-// state after the previous tile and r comes from its captured running maxima.
+// by 1/r (inverted), 1 (omitted), r^2 (applied twice) or 0 (the previous state dropped). The
+// state after tile t is r S_{t-1} + C_t, so the kernel holds reference + (r' - r) S_{t-1};
+// S_{t-1} is the kernel's own state after the previous tile (0 before the first, where the
+// running max is -inf) and r comes from its captured running maxima.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -12,17 +13,6 @@
 
 namespace fc {
 namespace {
-
-// The head of the captured output with this quantity, split and tile (value-scaled).
-std::optional<MatrixR> captured(const Diagnosis& d, Quantity q, int split, int tile) {
-  for (const Captured& c : d.run.captured) {
-    if (!c.present || c.tensor.empty()) continue;
-    const Stage& stage = d.run.graph.stages[c.stage];
-    const StageOutput& out = stage.outputs[c.output];
-    if (out.quantity == q && stage.split == split && stage.tile == tile) return head_matrix(c.tensor, d.b, d.h) * out.value_scale;
-  }
-  return std::nullopt;
-}
 
 // The state quantity the previous tile left that this output continues.
 std::optional<Quantity> previous_state(Quantity q) {
@@ -45,14 +35,14 @@ Explanation test_rescale_factor(const Diagnosis& d) {
   const int tile = d.result.tile, split = d.result.split;
   const std::optional<Quantity> state = previous_state(d.result.quantity);
   if (!state || tile < 0) return {};
-  const std::optional<MatrixR> max_now = captured(d, Quantity::row_max, split, tile);
+  const std::optional<MatrixR> max_now = d.captured_head(Quantity::row_max, split, tile);
   if (!max_now || max_now->rows() != d.kernel.rows()) return {};
   // Before the first tile the state is 0 and the running max -inf (r = 0): a factor inverted
   // there is exp(+inf), and 0 times it NaN.
   const MatrixR zero_state = MatrixR::Zero(d.kernel.rows(), d.kernel.cols());
   const MatrixR no_max = MatrixR::Constant(d.kernel.rows(), 1, -std::numeric_limits<double>::infinity());
-  const std::optional<MatrixR> before = tile > 0 ? captured(d, *state, split, tile - 1) : zero_state;
-  const std::optional<MatrixR> max_before = tile > 0 ? captured(d, Quantity::row_max, split, tile - 1) : no_max;
+  const std::optional<MatrixR> before = tile > 0 ? d.captured_head(*state, split, tile - 1) : zero_state;
+  const std::optional<MatrixR> max_before = tile > 0 ? d.captured_head(Quantity::row_max, split, tile - 1) : no_max;
   if (!before || !max_before || before->rows() != d.kernel.rows()) return {};
   const Variant variants[] = {{"inverted: exp(m_new - m_prev) instead of exp(m_prev - m_new)", [](double r) { return 1 / r; }},
                               {"omitted: the previous state carried over unscaled", [](double) { return 1.0; }},

@@ -25,10 +25,7 @@ std::string name_of(const Diagnosis& d, double factor) {
 // The softmax denominator of a row of the head, sum_j exp(s_j - max_j s_j) over its keys
 // (0 for a row with none).
 double row_sum(const Diagnosis& d, Eigen::Index row) {
-  const HeadInputs& in = d.head;
-  Eigen::RowVectorXd s = in.scale * (in.q.row(row) * in.k.transpose());
-  if (in.softcap > 0) s = (in.softcap * (s.array() / in.softcap).tanh()).matrix();
-  s += in.bias.row(row);
+  const Eigen::RowVectorXd s = d.row_scores(row, d.head.k.rows(), true);
   const double m = s.maxCoeff();
   return std::isfinite(m) ? (s.array() - m).exp().sum() : 0.0;
 }
