@@ -184,15 +184,41 @@ TEST_CASE("the seed bug, 4-byte ints through the raw setter with statuses ignore
   CHECK(findings[1].message == "layout B: LD set from 4 bytes, status 7 (CUBLAS_STATUS_INVALID_VALUE); int64 expected");
 }
 
-TEST_CASE("rows and cols swapped on B address past Q's buffer: out-of-bounds", "[lint]") {
+TEST_CASE("rows and cols swapped on B address past Q's buffer and break the product: out-of-bounds, shape-mismatch",
+          "[lint]") {
   QkDescriptors qk;
   set_layout(qk.log, "B", qk.b.get(), CUBLASLT_MATRIX_LAYOUT_ROWS, kSq);
   set_layout(qk.log, "B", qk.b.get(), CUBLASLT_MATRIX_LAYOUT_COLS, kD);
   const std::vector<LintFinding> findings = lint(qk.record(), qk_context());
-  check_only(findings, lint_rule::out_of_bounds, "B");
-  CHECK(findings.size() == 1);
+  INFO(describe(findings));
+  REQUIRE(findings.size() == 2);
+  CHECK(findings[0].rule == lint_rule::out_of_bounds);
+  CHECK(findings[0].operand == "B");
   // Last element: batch 255 starts at 255·2048; column 63 at 63·64; row 31.
   CHECK(contains(findings[0].message, "addresses elements 0..526303 of buffer Q (524288 fp16 elements), past its end"));
+  CHECK(findings[1].rule == lint_rule::shape_mismatch);
+  CHECK(findings[1].message == "op(A) is 128 x 64 and op(B) 32 x 64: their inner dims differ");
+}
+
+TEST_CASE("a K layout with rows and cols exchanged inside its buffer is a shape-mismatch", "[lint]") {
+  // K as column-major [Sk x D] (ld Sk): within K's buffer, but op(A) = Aᵀ is D x Sk against B's D rows.
+  QkDescriptors qk;
+  set_layout(qk.log, "A", qk.a.get(), CUBLASLT_MATRIX_LAYOUT_ROWS, kSk);
+  set_layout(qk.log, "A", qk.a.get(), CUBLASLT_MATRIX_LAYOUT_COLS, kD);
+  set_layout(qk.log, "A", qk.a.get(), CUBLASLT_MATRIX_LAYOUT_LD, kSk);
+  const std::vector<LintFinding> findings = lint(qk.record(), qk_context());
+  check_only(findings, lint_rule::shape_mismatch, "A");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].message == "op(A) is 64 x 128 and op(B) 64 x 32: their inner dims differ");
+}
+
+TEST_CASE("a C of other dims than op(A) op(B) is a shape-mismatch", "[lint]") {
+  QkDescriptors qk;
+  set_layout(qk.log, "C", qk.c.get(), CUBLASLT_MATRIX_LAYOUT_COLS, kSq / 2);
+  const std::vector<LintFinding> findings = lint(qk.record(), qk_context());
+  check_only(findings, lint_rule::shape_mismatch, "C");
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].message == "C is 128 x 16, op(A) op(B) is 128 x 32");
 }
 
 TEST_CASE("a strided batch offset pointing before the buffer is out-of-bounds", "[lint]") {
@@ -275,6 +301,7 @@ TEST_CASE("the documented scale types: fp16 compute takes an fp16 scale only, fp
 
   LtMatmulDesc fp16_compute(CUBLAS_COMPUTE_16F, CUDA_R_32F);  // fp16 compute, fp32 alpha/beta
   QkDescriptors qk;
+  set_desc(qk.log, fp16_compute.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);  // as qk.desc
   const MatmulRecord r = read_back("qk16", fp16_compute.get(), qk.a.get(), qk.b.get(), qk.c.get(), qk.d.get(),
                                    qk.preference.get(), nullptr, nullptr, {});
   check_only(lint(r, qk_context()), lint_rule::scale_type, "desc");

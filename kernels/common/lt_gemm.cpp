@@ -54,12 +54,16 @@ void LtGemm::choose_by_heuristic(const LtHandle& handle) {
 
 void LtGemm::choose(const cublasLtMatmulAlgo_t& algo, const cublasLtMatmulHeuristicResult_t& heuristic) {
   algo_ = algo;
+  record_.reset();
   heuristic_ = heuristic;
 }
 
-MatmulRecord LtGemm::record() const {
-  return read_back(config_.name, desc_.get(), a_.get(), b_.get(), c_.get(), c_.get(), preference_.get(),
-                   algo_ ? &*algo_ : nullptr, algo_ ? &heuristic_ : nullptr, log_);
+const MatmulRecord& LtGemm::record() const {
+  if (!record_) {
+    record_ = read_back(config_.name, desc_.get(), a_.get(), b_.get(), c_.get(), c_.get(), preference_.get(),
+                        algo_ ? &*algo_ : nullptr, algo_ ? &heuristic_ : nullptr, log_);
+  }
+  return *record_;
 }
 
 void LtGemm::run(const LtHandle& handle, float alpha, const void* a, const void* b, float beta, const void* c,

@@ -42,13 +42,15 @@ class LtGemm {
   cublasLtMatrixLayout_t b() const { return b_.get(); }
   cublasLtMatrixLayout_t c() const { return c_.get(); }
   cublasLtMatmulPreference_t preference() const { return preference_.get(); }
-  SetLog& log() { return log_; }
+  const SetLog& log() const { return log_; }
 
   bool has_algorithm() const { return algo_.has_value(); }
   void choose_by_heuristic(const LtHandle& handle);
   void choose(const cublasLtMatmulAlgo_t& algo, const cublasLtMatmulHeuristicResult_t& heuristic);
 
-  MatmulRecord record() const;
+  // The descriptors as cuBLASLt holds them, read back once (they do not change after the
+  // constructor; choosing an algorithm reads them again).
+  const MatmulRecord& record() const;
 
   // Lints against what the harness allocated; reports (when asked) and launches only if clean.
   // Returns whether it launched.
@@ -69,6 +71,7 @@ class LtGemm {
   LtMatmulPreference preference_;
   std::optional<cublasLtMatmulAlgo_t> algo_;
   cublasLtMatmulHeuristicResult_t heuristic_{};
+  mutable std::optional<MatmulRecord> record_;
 };
 
 }  // namespace fc

@@ -137,6 +137,33 @@ void check_scale_type(const MatmulDescRecord& m, std::vector<LintFinding>& out) 
   out.push_back({lint_rule::scale_type, "desc", message});
 }
 
+// op(A) is m x k and op(B) k x n, C and D m x n: what cuBLASLt rejects with a bare
+// CUBLAS_STATUS_INVALID_VALUE, said here with the dims (or, where m, n and k happen to agree,
+// would compute on the wrong elements: a K built with rows and cols exchanged).
+void check_shapes(const MatmulRecord& r, std::vector<LintFinding>& out) {
+  const MatmulDescRecord& d = r.desc;
+  if (!d.transa.ok() || !d.transb.ok()) return;
+  for (const LayoutRecord* l : {&r.a, &r.b, &r.c, &r.d}) {
+    if (!geometry_known(*l)) return;
+  }
+  auto op = [](const LayoutRecord& l, cublasOperation_t t) {
+    return t == CUBLAS_OP_N ? std::make_pair(l.rows.value, l.cols.value) : std::make_pair(l.cols.value, l.rows.value);
+  };
+  const auto [m, k] = op(r.a, d.transa.value);
+  const auto [k_b, n] = op(r.b, d.transb.value);
+  auto dims = [](std::uint64_t rows, std::uint64_t cols) { return std::to_string(rows) + " x " + std::to_string(cols); };
+  if (k != k_b) {
+    out.push_back({lint_rule::shape_mismatch, "A",
+                   "op(A) is " + dims(m, k) + " and op(B) " + dims(k_b, n) + ": their inner dims differ"});
+    return;
+  }
+  for (const LayoutRecord* l : {&r.c, &r.d}) {
+    if (l->rows.value == m && l->cols.value == n) continue;
+    out.push_back({lint_rule::shape_mismatch, l->operand,
+                   l->operand + " is " + dims(l->rows.value, l->cols.value) + ", op(A) op(B) is " + dims(m, n)});
+  }
+}
+
 }  // namespace
 
 std::vector<LintFinding> lint(const MatmulRecord& record, const LintContext& context) {
@@ -149,6 +176,7 @@ std::vector<LintFinding> lint(const MatmulRecord& record, const LintContext& con
     check_bounds(*layout, *buffer, findings);
     check_dtype(*layout, *buffer, findings);
   }
+  check_shapes(record, findings);
   check_next_stage(record.d, context.next_stage_reads, findings);
   check_beta(context, findings);
   check_scale_type(record.desc, findings);

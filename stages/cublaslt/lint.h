@@ -33,6 +33,7 @@ inline constexpr const char* ld_too_small = "ld-too-small";
 inline constexpr const char* dtype_mismatch = "dtype-mismatch";
 inline constexpr const char* beta_uninitialized = "beta-uninitialized";
 inline constexpr const char* scale_type = "scale-type";
+inline constexpr const char* shape_mismatch = "shape-mismatch";
 }  // namespace lint_rule
 
 // What the harness allocated for one of A, B, C, D.
