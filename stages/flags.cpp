@@ -1,5 +1,6 @@
 #include "stages/flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -76,6 +77,26 @@ FlagCounts host_flags(const TensorView& view, const std::function<bool(std::int6
   }
   std::memcpy(&f.max_abs_bits, &max_abs, 4);
   return f;
+}
+
+void merge_flags(FlagCounts& into, const FlagCounts& block, unsigned long long index_base) {
+  into.nan += block.nan;
+  into.pos_inf += block.pos_inf;
+  into.neg_inf += block.neg_inf;
+  into.subnormal += block.subnormal;
+  into.unwritten += block.unwritten;
+  into.foreign_poison += block.foreign_poison;
+  auto first = [index_base](unsigned long long current, unsigned long long offset) {
+    return offset == kNoIndex ? current : std::min(current, index_base + offset);
+  };
+  into.first_nan = first(into.first_nan, block.first_nan);
+  into.first_inf = first(into.first_inf, block.first_inf);
+  into.first_unwritten = first(into.first_unwritten, block.first_unwritten);
+  if (block.first_foreign != kNoIndex) {
+    into.first_foreign = std::min(into.first_foreign, ((index_base + (block.first_foreign >> 8)) << 8) |
+                                                          (block.first_foreign & 0xFF));
+  }
+  into.max_abs_bits = std::max(into.max_abs_bits, block.max_abs_bits);
 }
 
 }  // namespace fc

@@ -62,5 +62,8 @@ int poison_id(DType dtype, std::uint32_t bits);
 // only the elements at the storage offsets it accepts.
 FlagCounts host_flags(const TensorView& view);
 FlagCounts host_flags(const TensorView& view, const std::function<bool(std::int64_t)>& counted);
+// Folds the flags of one block of a tensor into the tensor's: counts add, the largest |x| is
+// the larger, first indices (the block's plus index_base) the smaller.
+void merge_flags(FlagCounts& into, const FlagCounts& block, unsigned long long index_base);
 
 }  // namespace fc

@@ -1,77 +1,20 @@
 // The flag kernel: one streaming pass over a stage tensor counting NaN, +-Inf, subnormals,
 // poison (own and foreign), first indices and the largest finite |x|. It is bandwidth
 // bound by design: 16-byte streaming loads, four in flight per thread, register counters,
-// one warp/block reduction and a handful of atomics per block.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// one warp/block reduction and a handful of atomics per block. What counts as what is
+// stages/flag_accumulator.cuh, shared with the kernels that fold flags in themselves.
 #include <algorithm>
 
 #include "core/check.h"
 #include "stages/device_kernels.h"
+#include "stages/flag_accumulator.cuh"
 
 namespace fc {
 namespace {
 
-using u64 = unsigned long long;
+using namespace flag_device;
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
-
-struct LocalFlags {
-  u64 nan = 0, pos_inf = 0, neg_inf = 0, subnormal = 0, unwritten = 0, foreign = 0;
-  u64 first_nan = kNoIndex, first_inf = kNoIndex, first_unwritten = kNoIndex, first_foreign = kNoIndex;
-  unsigned max_abs = 0;  // format bits of the largest finite |x|
-};
-
-// Bit layout of each format: where the exponent saturates, where subnormals end, and how
-// to read a poison id.
-struct F32Format {
-  static constexpr unsigned kBytes = 4;
-  static constexpr unsigned kAbsMask = 0x7FFFFFFFu, kInf = 0x7F800000u, kMinNormal = 0x00800000u, kSign = 0x80000000u;
-  __device__ static int poison(unsigned bits) { return poison_payload(bits, kF32PoisonSignature, kF32PoisonMask); }
-  __device__ static float to_float(unsigned abs_bits) { return __uint_as_float(abs_bits); }
-};
-struct F16Format {
-  static constexpr unsigned kBytes = 2;
-  static constexpr unsigned kAbsMask = 0x7FFFu, kInf = 0x7C00u, kMinNormal = 0x0400u, kSign = 0x8000u;
-  __device__ static int poison(unsigned bits) { return poison_payload(bits, kF16PoisonSignature, kF16PoisonMask); }
-  __device__ static float to_float(unsigned abs_bits) {
-    return __half2float(__ushort_as_half(static_cast<unsigned short>(abs_bits)));
-  }
-};
-struct BF16Format {
-  static constexpr unsigned kBytes = 2;
-  static constexpr unsigned kAbsMask = 0x7FFFu, kInf = 0x7F80u, kMinNormal = 0x0080u, kSign = 0x8000u;
-  __device__ static int poison(unsigned bits) { return poison_payload(bits, kBF16PoisonSignature, kBF16PoisonMask); }
-  __device__ static float to_float(unsigned abs_bits) { return __uint_as_float(abs_bits << 16); }
-};
-
-template <class Format>
-__device__ __forceinline__ void visit(unsigned bits, u64 offset, int own_id, LocalFlags& f) {
-  const unsigned abs = bits & Format::kAbsMask;
-  if (abs < Format::kInf) {  // finite: the hot path
-    f.max_abs = max(f.max_abs, abs);
-    f.subnormal += (abs - 1u) < (Format::kMinNormal - 1u);  // 0 < abs < min normal
-    return;
-  }
-  if (abs == Format::kInf) {
-    if (bits & Format::kSign) ++f.neg_inf; else ++f.pos_inf;
-    f.first_inf = min(f.first_inf, offset);
-    return;
-  }
-  const int id = Format::poison(bits);
-  if (id != 0 && id == own_id) {
-    ++f.unwritten;
-    f.first_unwritten = min(f.first_unwritten, offset);
-    return;
-  }
-  ++f.nan;
-  f.first_nan = min(f.first_nan, offset);
-  if (id != 0) {
-    ++f.foreign;
-    f.first_foreign = min(f.first_foreign, (offset << 8) | static_cast<u64>(id));
-  }
-}
 
 // The elements of one 16-byte vector, one by one: the path for vectors holding a special.
 template <class Format>
@@ -124,21 +67,8 @@ __device__ __forceinline__ void visit_vector(uint4 v, u64 first_offset, int own_
   }
 }
 
-__device__ __forceinline__ u64 warp_sum(u64 x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
-  return x;
-}
-__device__ __forceinline__ u64 warp_min(u64 x) {
-  for (int o = 16; o > 0; o >>= 1) x = min(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
-  return x;
-}
-__device__ __forceinline__ unsigned warp_max(unsigned x) {
-  for (int o = 16; o > 0; o >>= 1) x = max(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
-  return x;
-}
-
 template <class Format>
-__global__ void __launch_bounds__(kThreads) flags_kernel(const unsigned char* data, u64 count, u64 head,
+__global__ void __launch_bounds__(kThreads) flags_kernel(const unsigned char* data, u64 count, u64 head, u64 base,
                                                          int own_id, FlagCounts* out) {
   constexpr unsigned kElemBytes = Format::kBytes;
   constexpr u64 kPerVector = 16 / kElemBytes;
@@ -150,7 +80,7 @@ __global__ void __launch_bounds__(kThreads) flags_kernel(const unsigned char* da
   auto scalar = [&](u64 i) {
     unsigned bits = kElemBytes == 4 ? reinterpret_cast<const unsigned*>(data)[i]
                                     : reinterpret_cast<const unsigned short*>(data)[i];
-    visit<Format>(bits, i, own_id, f);
+    visit<Format>(bits, base + i, own_id, f);
   };
   const u64 vectors = (count - head) / kPerVector;
   const u64 tail_begin = head + vectors * kPerVector;
@@ -166,49 +96,15 @@ __global__ void __launch_bounds__(kThreads) flags_kernel(const unsigned char* da
     for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(vec + i + u * stride);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      visit_vector<Format>(v[u], head + (i + u * stride) * kPerVector, own_id, f, max_abs, subnormal);
+      visit_vector<Format>(v[u], base + head + (i + u * stride) * kPerVector, own_id, f, max_abs, subnormal);
     }
   }
-  for (; i < vectors; i += stride) visit_vector<Format>(__ldcs(vec + i), head + i * kPerVector, own_id, f, max_abs, subnormal);
+  for (; i < vectors; i += stride) visit_vector<Format>(__ldcs(vec + i), base + head + i * kPerVector, own_id, f, max_abs, subnormal);
   if constexpr (Format::kBytes == 2) max_abs = max(max_abs & 0xFFFFu, max_abs >> 16);
   f.max_abs = max(f.max_abs, max_abs);
   f.subnormal += subnormal;
 
-  // Warp, then block reduction; one atomic per non-trivial field per block.
-  __shared__ u64 sums[6][kThreads / 32];
-  __shared__ u64 mins[4][kThreads / 32];
-  __shared__ unsigned maxes[kThreads / 32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  u64 s[6] = {f.nan, f.pos_inf, f.neg_inf, f.subnormal, f.unwritten, f.foreign};
-  u64 m[4] = {f.first_nan, f.first_inf, f.first_unwritten, f.first_foreign};
-#pragma unroll
-  for (int k = 0; k < 6; ++k) s[k] = warp_sum(s[k]);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) m[k] = warp_min(m[k]);
-  const unsigned mx = warp_max(f.max_abs);
-  if (lane == 0) {
-    for (int k = 0; k < 6; ++k) sums[k][warp] = s[k];
-    for (int k = 0; k < 4; ++k) mins[k][warp] = m[k];
-    maxes[warp] = mx;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    u64* counters[6] = {&out->nan, &out->pos_inf, &out->neg_inf, &out->subnormal, &out->unwritten, &out->foreign_poison};
-    u64* firsts[4] = {&out->first_nan, &out->first_inf, &out->first_unwritten, &out->first_foreign};
-    for (int k = 0; k < 6; ++k) {
-      u64 total = 0;
-      for (int w = 0; w < kThreads / 32; ++w) total += sums[k][w];
-      if (total) atomicAdd(counters[k], total);
-    }
-    for (int k = 0; k < 4; ++k) {
-      u64 first = kNoIndex;
-      for (int w = 0; w < kThreads / 32; ++w) first = min(first, mins[k][w]);
-      if (first != kNoIndex) atomicMin(firsts[k], first);
-    }
-    unsigned block_max = 0;
-    for (int w = 0; w < kThreads / 32; ++w) block_max = max(block_max, maxes[w]);
-    if (block_max) atomicMax(&out->max_abs_bits, __float_as_uint(Format::to_float(block_max)));
-  }
+  flush_block<Format>(f, out);
 }
 
 template <class Word>
@@ -244,16 +140,17 @@ int grid_size(const void* kernel, u64 work_items) {
 }
 
 template <class Format>
-void launch_flags_for(const unsigned char* bytes, u64 count, u64 head, int own_id, FlagCounts* slot, cudaStream_t stream) {
+void launch_flags_for(const unsigned char* bytes, u64 count, u64 head, u64 base, int own_id, FlagCounts* slot,
+                      cudaStream_t stream) {
   static const void* kernel = reinterpret_cast<const void*>(&flags_kernel<Format>);
   const u64 vectors = (count - head) * Format::kBytes / 16;
   const int grid = grid_size(kernel, vectors / kUnroll + 1);
-  flags_kernel<Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, own_id, slot);
+  flags_kernel<Format><<<grid, kThreads, 0, stream>>>(bytes, count, head, base, own_id, slot);
 }
 
 }  // namespace
 
-void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream) {
+void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream, std::uint64_t index_base) {
   const u64 count = static_cast<u64>(view.numel());
   if (count == 0) return;
   const std::size_t elem = dtype_size(view.dtype);
@@ -262,9 +159,9 @@ void launch_flags(const TensorView& view, FlagCounts* slot, cudaStream_t stream)
   const u64 head = std::min<u64>(count, ((16 - address % 16) % 16) / elem);
   const auto* bytes = static_cast<const unsigned char*>(view.data);
   switch (view.dtype) {
-    case DType::f32: launch_flags_for<F32Format>(bytes, count, head, view.buffer_id, slot, stream); break;
-    case DType::f16: launch_flags_for<F16Format>(bytes, count, head, view.buffer_id, slot, stream); break;
-    case DType::bf16: launch_flags_for<BF16Format>(bytes, count, head, view.buffer_id, slot, stream); break;
+    case DType::f32: launch_flags_for<F32Format>(bytes, count, head, index_base, view.buffer_id, slot, stream); break;
+    case DType::f16: launch_flags_for<F16Format>(bytes, count, head, index_base, view.buffer_id, slot, stream); break;
+    case DType::bf16: launch_flags_for<BF16Format>(bytes, count, head, index_base, view.buffer_id, slot, stream); break;
     default: throw Error(std::string("flag kernel: unsupported dtype ") + dtype_name(view.dtype));
   }
   FC_CUDA_LAUNCH();

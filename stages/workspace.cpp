@@ -22,6 +22,17 @@ TensorView Buffer::view(Dims dims, Dims strides) const {
   return v;
 }
 
+TensorView Buffer::view_at(std::int64_t offset, Dims dims) const {
+  TensorView v = view({0});
+  v.dims = std::move(dims);
+  if (offset < 0 || offset + v.numel() > count) {
+    throw Error("buffer '" + name + "' holds " + std::to_string(count) + " elements, a view of " +
+                dims_string(v.dims) + " from element " + std::to_string(offset) + " does not fit");
+  }
+  v.data = static_cast<const std::uint8_t*>(data) + offset * static_cast<std::int64_t>(dtype_size(dtype));
+  return v;
+}
+
 Buffer& Workspace::allocate(const std::string& name, DType dtype, std::int64_t count) {
   if (storage_.size() >= static_cast<std::size_t>(kMaxPoisonId)) {
     throw Error("workspace: more than " + std::to_string(kMaxPoisonId) + " buffers");

@@ -24,6 +24,8 @@ struct Buffer {
   template <class T> T* as() const { return static_cast<T*>(data); }
   // A view of the first numel(dims) elements with the given strides (row-major if empty).
   TensorView view(Dims dims, Dims strides = {}) const;
+  // A dense row-major view of numel(dims) elements from element `offset` on.
+  TensorView view_at(std::int64_t offset, Dims dims) const;
 };
 
 class Workspace {

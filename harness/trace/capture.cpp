@@ -1,5 +1,6 @@
 #include "harness/trace/capture.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -50,8 +51,13 @@ HostTensor copy_to_host(const TensorView& view, cudaStream_t stream) {
 }
 
 CaptureTap::CaptureTap(const StageGraph& graph, const Problem& problem, bool copy_to_host, cudaStream_t stream,
-                       bool results_only)
-    : graph_(graph), problem_(problem), copy_(copy_to_host), stream_(stream), results_only_(results_only) {
+                       bool results_only, bool fuse_flags)
+    : graph_(graph),
+      problem_(problem),
+      copy_(copy_to_host),
+      stream_(stream),
+      results_only_(results_only),
+      fuse_flags_(fuse_flags) {
   for (std::size_t s = 0; s < graph.stages.size(); ++s) {
     first_slot_.push_back(captured_.size());
     for (std::size_t o = 0; o < graph.stages[s].outputs.size(); ++o) {
@@ -61,6 +67,8 @@ CaptureTap::CaptureTap(const StageGraph& graph, const Problem& problem, bool cop
       captured_.push_back(c);
     }
   }
+  fused_.assign(captured_.size(), 0);
+  block_rows_.assign(captured_.size(), -1);
 }
 
 std::size_t CaptureTap::slot(std::size_t stage, std::size_t output) const {
@@ -69,6 +77,78 @@ std::size_t CaptureTap::slot(std::size_t stage, std::size_t output) const {
                 ", which its stage graph does not declare");
   }
   return first_slot_[stage] + output;
+}
+
+Dims CaptureTap::declared_dims(std::size_t stage, std::size_t output) const {
+  const Stage& st = graph_.stages[stage];
+  return output_dims(problem_.shape, graph_.algorithm, st, st.outputs[output]);
+}
+
+FlagCounts* CaptureTap::device_slot(std::size_t index) {
+  if (!device_flags_.get()) {
+    device_flags_ = DeviceMemory(captured_.size() * sizeof(FlagCounts));
+    const std::vector<FlagCounts> fresh(captured_.size());
+    FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));
+  }
+  return device_flags_.as<FlagCounts>() + index;
+}
+
+FlagSlot CaptureTap::fused_flags(std::size_t stage, std::size_t output, const TensorView& view, std::int64_t first_row,
+                                 FlagAccess access) {
+  const std::size_t index = slot(stage, output);
+  const StageOutput& declared = graph_.stages[stage].outputs[output];
+  if (!fuse_flags_ || !view.on_device || !row_major(view) || first_row < 0) return {};
+  if (results_only_ && !is_result(declared.quantity)) return {};
+  if (copy_ && (problem_.layout.varlen() || access == FlagAccess::stores)) return {};
+  const Dims want = declared_dims(stage, output);
+  const std::int64_t cols = want.size() == 4 ? want[3] : 1;
+  fused_[index] = 1;
+  return {device_slot(index), view.buffer_id, static_cast<unsigned long long>(first_row * cols)};
+}
+
+std::size_t CaptureTap::fused_slots() const {
+  return static_cast<std::size_t>(std::count(fused_.begin(), fused_.end(), 1));
+}
+
+void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const TensorView& block, std::int64_t first_row) {
+  const std::size_t index = slot(stage, output);
+  Captured& c = captured_[index];
+  const StageOutput& declared = graph_.stages[stage].outputs[output];
+  if (results_only_ && !is_result(declared.quantity)) return;
+  const Dims want = declared_dims(stage, output);
+  const std::int64_t cols = want.size() == 4 ? want[3] : 1, total_rows = numel_of(want) / std::max<std::int64_t>(cols, 1);
+  const std::int64_t rows = block.dims.empty() ? 0 : block.dims[0];
+  const Dims block_want = want.size() == 4 ? Dims{rows, cols} : Dims{rows};
+  if (block_rows_[index] < 0) {  // the first block
+    c.present = true;
+    c.view = block;
+    c.view.dims = want;
+    c.view.strides.clear();
+    block_rows_[index] = 0;
+    c.flags_of_extent = copy_ && problem_.layout.varlen();
+    if (copy_) c.tensor = HostTensor(declared.dtype, want);
+  }
+  if (!c.problem.empty()) return;
+  if (block.dims != block_want || block.dtype != declared.dtype || !row_major(block) || first_row < 0 ||
+      first_row + rows > total_rows || block.on_device != c.view.on_device || block.buffer_id != c.view.buffer_id) {
+    c.problem = "captured rows " + std::to_string(first_row) + ".. as " + dtype_name(block.dtype) + " " +
+                dims_string(block.dims) + ", declared " + dtype_name(declared.dtype) + " " + dims_string(want);
+    return;
+  }
+  block_rows_[index] += rows;
+  const auto base = static_cast<unsigned long long>(first_row * cols);
+  if (!c.flags_of_extent && !fused_[index]) {
+    if (block.on_device) {
+      launch_flags(block, device_slot(index), stream_, base);
+    } else {
+      merge_flags(c.flags, host_flags(block), base);
+    }
+  }
+  if (copy_) {
+    const HostTensor rows_copy = copy_to_host(block, stream_);
+    std::memcpy(static_cast<std::uint8_t*>(c.tensor.data()) + base * dtype_size(block.dtype), rows_copy.data(),
+                rows_copy.nbytes());
+  }
 }
 
 void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView& view) {
@@ -91,12 +171,7 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
     return;
   }
   if (view.on_device) {
-    if (!device_flags_.get()) {
-      device_flags_ = DeviceMemory(captured_.size() * sizeof(FlagCounts));
-      const std::vector<FlagCounts> fresh(captured_.size());
-      FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));
-    }
-    launch_flags(view, device_flags_.as<FlagCounts>() + slot(stage, output), stream_);
+    if (!fused_[slot(stage, output)]) launch_flags(view, device_slot(slot(stage, output)), stream_);
   } else {
     c.flags = host_flags(view);
   }
@@ -128,6 +203,8 @@ void CaptureTap::reset() {
     c.tensor = HostTensor();
     c.problem.clear();
   }
+  fused_.assign(captured_.size(), 0);
+  block_rows_.assign(captured_.size(), -1);
   if (device_flags_.get()) {
     const std::vector<FlagCounts> fresh(captured_.size());
     FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));
@@ -144,8 +221,22 @@ void CaptureTap::finish() {
       if (c.present && c.view.on_device && !c.flags_of_extent) captured_[i].flags = flags[i];
     }
   }
-  for (Captured& c : captured_) {
-    if (c.present && c.problem.empty() && !c.flags_of_extent) make_indices_logical(c);
+  for (std::size_t i = 0; i < captured_.size(); ++i) {
+    Captured& c = captured_[i];
+    if (!c.present || !c.problem.empty()) continue;
+    if (block_rows_[i] < 0) {
+      if (!c.flags_of_extent) make_indices_logical(c);
+      continue;
+    }
+    // Blocks: first indices are logical already (dense rows at their base).
+    const std::int64_t cols = c.view.dims.size() == 4 ? c.view.dims[3] : 1;
+    const std::int64_t total_rows = c.view.numel() / std::max<std::int64_t>(cols, 1);
+    if (block_rows_[i] != total_rows) {
+      c.problem = "captured " + std::to_string(block_rows_[i]) + " rows in blocks of " + std::to_string(total_rows);
+    } else if (c.flags_of_extent) {
+      const Stage& st = graph_.stages[c.stage];
+      c.flags = flags_of_extent(c.tensor, c.view.buffer_id, st, st.outputs[c.output]);
+    }
   }
 }
 

@@ -26,20 +26,32 @@ struct Captured {
 // For a varlen problem that copies to the host, the flags are taken on the host copy over
 // the elements that exist (stages/stage.h, existing_extent): a row past a sequence's length
 // is never written, and is no unwritten output.
+//
+// Fused flags (stages/tap.h): a tap that copies (judges) hands out slots only to kernels that
+// read the captured memory, which see what its own pass would; one that only flags (bench's
+// traced run) also to kernels that flag what they store.
 class CaptureTap final : public Tap {
  public:
   // results_only: a production run's tap; it keeps the outputs stages/stage.h calls results
-  // and ignores every other capture (no flag pass, no copy).
+  // and ignores every other capture (no flag pass, no copy). fuse_flags false: every capture
+  // gets the tap's own flag pass (the GPU tests compare the two).
   CaptureTap(const StageGraph& graph, const Problem& problem, bool copy_to_host, cudaStream_t stream,
-             bool results_only = false);
+             bool results_only = false, bool fuse_flags = true);
   void capture(std::size_t stage, std::size_t output, const TensorView& view) override;
+  void capture_rows(std::size_t stage, std::size_t output, const TensorView& block, std::int64_t first_row) override;
+  FlagSlot fused_flags(std::size_t stage, std::size_t output, const TensorView& view, std::int64_t first_row,
+                       FlagAccess access) override;
   void finish();
   // Ready for another run of the same graph (benchmarks reuse one tap).
   void reset();
   std::vector<Captured>& results() { return captured_; }
+  // Captures whose flags a kernel of the implementation folded in (this run).
+  std::size_t fused_slots() const;
 
  private:
   std::size_t slot(std::size_t stage, std::size_t output) const;
+  Dims declared_dims(std::size_t stage, std::size_t output) const;
+  FlagCounts* device_slot(std::size_t index);
   FlagCounts flags_of_extent(const HostTensor& logical, int buffer_id, const Stage& stage,
                              const StageOutput& output) const;
 
@@ -48,8 +60,11 @@ class CaptureTap final : public Tap {
   bool copy_;
   cudaStream_t stream_;
   bool results_only_;
+  bool fuse_flags_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;
+  std::vector<char> fused_;                 // per slot: a kernel folds its flags in
+  std::vector<std::int64_t> block_rows_;    // per slot: rows captured in blocks, -1 for a whole capture
   DeviceMemory device_flags_;            // FlagCounts per slot, allocated on first device capture
 };
 

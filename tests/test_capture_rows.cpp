@@ -1,0 +1,92 @@
+// A stage output captured in blocks of rows (stages/tap.h, capture_rows) is the output
+// captured whole: the same host copy, the same flags with first indices in the whole
+// tensor's logical order; a block that does not fit, or rows never captured, is a problem
+// with the capture, said in words.
+#include <cmath>
+#include <cstring>
+
+#include "catch.h"
+#include "harness/inputs.h"
+#include "harness/trace/capture.h"
+#include "stages/workspace.h"
+
+namespace fc {
+namespace {
+
+struct OneStage {
+  Problem problem;
+  StageGraph graph;
+};
+
+OneStage one_output_stage(const Shape& shape) {
+  CaseSpec spec;
+  spec.shape = shape;
+  OneStage s{generate_inputs(spec).problem, {}};
+  s.graph.algorithm.kind = Algorithm::Kind::full;
+  s.graph.arithmetic = nominal_arithmetic(s.problem.dtype);
+  s.graph.stages = {{StageKind::pv, -1, -1, {{"", Quantity::output, DType::f32}}}};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("an output captured in blocks of rows equals the output captured whole", "[trace][capture]") {
+  const OneStage s = one_output_stage({2, 3, 5, 7, 4});  // 30 rows of 4
+  Workspace ws(false);
+  Buffer& out = ws.allocate("output", DType::f32, 30 * 4);
+  ws.poison(nullptr);
+  for (int i = 0; i < 30 * 4; ++i) out.as<float>()[i] = 0.25f * static_cast<float>(i % 13) - 1.0f;
+  for (int i = 44; i < 48; ++i) out.as<float>()[i] = std::nanf("");        // row 11
+  out.as<float>()[97] = INFINITY;                                          // row 24
+  const std::uint32_t own = poison_bits(DType::f32, out.id);
+  std::memcpy(out.as<float>() + 118, &own, 4);  // row 29 never written
+
+  CaptureTap whole(s.graph, s.problem, true, nullptr);
+  whole.capture(0, 0, out.view({2, 3, 5, 4}));
+  whole.finish();
+  CaptureTap blocks(s.graph, s.problem, true, nullptr);
+  for (std::int64_t first : {0, 9, 23}) {  // rows 0-8, 9-22, 23-29
+    const std::int64_t rows = (first == 0 ? 9 : first == 9 ? 14 : 7);
+    blocks.capture_rows(0, 0, out.view_at(first * 4, {rows, 4}), first);
+  }
+  blocks.finish();
+  const Captured &a = whole.results()[0], &b = blocks.results()[0];
+  REQUIRE(b.problem.empty());
+  CHECK(b.present);
+  CHECK(b.view.dims == a.view.dims);
+  CHECK(std::memcmp(a.tensor.data(), b.tensor.data(), a.tensor.nbytes()) == 0);
+  CHECK(b.flags.nan == a.flags.nan);
+  CHECK(b.flags.nan == 4);
+  CHECK(b.flags.first_nan == a.flags.first_nan);
+  CHECK(b.flags.first_nan == 44);
+  CHECK(b.flags.pos_inf == 1);
+  CHECK(b.flags.first_inf == 97);
+  CHECK(b.flags.unwritten == 1);
+  CHECK(b.flags.first_unwritten == 118);
+  CHECK(b.flags.max_abs_bits == a.flags.max_abs_bits);
+}
+
+TEST_CASE("rows never captured, or a block that does not fit its output, are said", "[trace][capture]") {
+  const OneStage s = one_output_stage({1, 2, 6, 7, 4});  // 12 rows of 4
+  Workspace ws(false);
+  Buffer& out = ws.allocate("output", DType::f32, 12 * 4);
+  for (int i = 0; i < 12 * 4; ++i) out.as<float>()[i] = 1.0f;
+
+  CaptureTap missing(s.graph, s.problem, true, nullptr);
+  missing.capture_rows(0, 0, out.view_at(0, {6, 4}), 0);
+  missing.finish();
+  CHECK(missing.results()[0].problem == "captured 6 rows in blocks of 12");
+
+  CaptureTap past_end(s.graph, s.problem, true, nullptr);
+  past_end.capture_rows(0, 0, out.view_at(0, {6, 4}), 8);
+  past_end.finish();
+  CHECK(past_end.results()[0].problem.find("captured rows 8..") == 0);
+
+  CaptureTap wrong_width(s.graph, s.problem, true, nullptr);
+  wrong_width.capture_rows(0, 0, out.view_at(0, {8, 3}), 0);
+  wrong_width.finish();
+  INFO(wrong_width.results()[0].problem);
+  CHECK(wrong_width.results()[0].problem.find("as fp32 [8,3], declared fp32 [1,2,6,4]") != std::string::npos);
+}
+
+}  // namespace fc
