@@ -1,22 +1,31 @@
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+
 #include "core/check.h"
+#include "core/error.h"
 #include "kernels/common/element.cuh"
 #include "kernels/common/warp_reduce.cuh"
 #include "kernels/cublaslt_paged/page_kernels.h"
+#include "stages/flag_accumulator.cuh"
 
 namespace fc {
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // one warp per row
+constexpr int kMaxPageCols = 256;  // the online softmax holds a page row in registers
 constexpr float kNegInf = -__builtin_huge_valf();
 
 __device__ __forceinline__ long long warp_row() { return static_cast<long long>(blockIdx.x) * kRowsPerBlock + threadIdx.y; }
 
+// `scores` holds rows [first_row, first_row + rows) of the B*H*Sq rows.
 template <class S>
 __global__ void apply_mask_kernel(S* scores, float scale, float softcap, float inverse_cap, int heads, int q_len, int j0,
-                                  int cols, DeviceMask mask, long long rows) {
+                                  int cols, DeviceMask mask, long long first_row, long long rows) {
   const long long row = warp_row();
   if (row >= rows) return;
-  const int i = static_cast<int>(row % q_len), bh = static_cast<int>(row / q_len);
+  const int i = static_cast<int>((first_row + row) % q_len), bh = static_cast<int>((first_row + row) / q_len);
   for (int c = threadIdx.x; c < cols; c += 32) {
     const float bias = device_mask_bias(mask, bh / heads, bh % heads, i, j0 + c);
     float s = to_float(scores[row * cols + c]);
@@ -32,88 +41,168 @@ __device__ __forceinline__ float exp_origin(float top, SoftmaxOptions o) {
   return top == kNegInf && o.guard_masked ? 0.0f : top;
 }
 
-template <class S, class T>
-__global__ void online_softmax_kernel(const S* scores, float scale, long long rows, int cols, bool first,
-                                      float* row_max, float* row_sum, float* rescale, T* p_tilde, SoftmaxOptions o) {
-  const long long row = warp_row();
-  if (row >= rows) return;
-  const S* s = scores + row * cols;
-  const float m_prev = first ? kNegInf : row_max[row];
-  float top = m_prev;
-  for (int c = threadIdx.x; c < cols; c += 32) top = fmaxf(top, to_float(s[c]) * scale);
-  top = warp_max(top);
-  const float m_use = exp_origin(top, o);
-  float sum = 0.0f;
-  for (int c = threadIdx.x; c < cols; c += 32) {
-    const float p = __expf(to_float(s[c]) * scale - m_use);
-    p_tilde[row * cols + c] = from_float<T>(p);
-    sum += p;
-  }
-  sum = warp_sum(sum);
-  if (threadIdx.x == 0) {
+// The row loops below are grid-stride (a bounded grid), so that the flags each block folds in
+// are flushed once per block, not once per row.
+__device__ __forceinline__ long long row_stride() { return static_cast<long long>(gridDim.x) * kRowsPerBlock; }
+
+// kFlagged: the instantiation that folds flags in; the other has no flag code at all. The
+// launch bounds keep either at 6 (flagged) or 8 (not) blocks an SM without spills: these
+// kernels are memory bound and need every warp in flight.
+// A page row lives in registers: lane l holds columns l, l + 32, .., l + 32 (kPerLane - 1),
+// loaded together (one pass over memory, kPerLane loads in flight per lane).
+template <class S, class T, bool kFlagged, int kPerLane>
+__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? (kPerLane > 4 ? 4 : 6) : 8)
+    online_softmax_kernel(const S* scores, float scale, long long rows, int cols, bool first, float* row_max,
+                          float* row_sum, float* factor, T* p_tilde, SoftmaxOptions o, Rescale rescale,
+                          OnlineSoftmaxFlags flags) {
+  FlagTap<S, kFlagged> scores_flags;
+  FlagTap<T, kFlagged> p_flags;
+  FlagTap<float, kFlagged> max_flags, sum_flags;
+  FlagTap<float, kFlagged> before_flags, after_flags;
+  for (long long row = warp_row(); row < rows; row += row_stride()) {
+    const S* s = scores + row * cols;
+    S raw[kPerLane];
+#pragma unroll
+    for (int u = 0; u < kPerLane; ++u) {
+      const int c = threadIdx.x + 32 * u;
+      if (c < cols) raw[u] = s[c];
+    }
+    const float m_prev = first ? kNegInf : row_max[row];
+    float top = m_prev;
+#pragma unroll
+    for (int u = 0; u < kPerLane; ++u) {
+      const int c = threadIdx.x + 32 * u;
+      if (c >= cols) continue;
+      scores_flags.add(flags.scores, raw[u], row * cols + c);
+      top = fmaxf(top, __fmul_rn(to_float(raw[u]), scale));
+    }
+    top = warp_max(top);
+    const float m_use = exp_origin(top, o);
+    float sum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kPerLane; ++u) {
+      const int c = threadIdx.x + 32 * u;
+      if (c >= cols) continue;
+      const float p = __expf(__fmaf_rn(to_float(raw[u]), scale, -m_use));
+      const T stored = from_float<T>(p);
+      p_tilde[row * cols + c] = stored;
+      p_flags.add(flags.p_tilde, stored, row * cols + c);
+      sum += p;
+    }
+    sum = warp_sum(sum);
     const float r = first ? 0.0f : (o.subtract_max ? __expf(m_prev - m_use) : 1.0f);
-    rescale[row] = r;
-    row_sum[row] = (first ? 0.0f : r * row_sum[row]) + sum;
-    row_max[row] = top;
+    if (threadIdx.x == 0) {
+      const float running_sum = first ? sum : __fmaf_rn(r, row_sum[row], sum);
+      factor[row] = r;
+      row_sum[row] = running_sum;
+      row_max[row] = top;
+      max_flags.add(flags.max, top, row);
+      sum_flags.add(flags.sum, running_sum, row);
+    }
+    if (rescale.acc) {
+      float* acc = rescale.acc + row * rescale.cols;
+      for (int c = threadIdx.x; c < rescale.cols; c += 32) {
+        const float before = acc[c], after = before * r;
+        acc[c] = after;
+        before_flags.add(flags.acc_before, before, row * rescale.cols + c);
+        after_flags.add(flags.acc_after, after, row * rescale.cols + c);
+      }
+    }
   }
+  scores_flags.flush(flags.scores);
+  p_flags.flush(flags.p_tilde);
+  max_flags.flush(flags.max);
+  sum_flags.flush(flags.sum);
+  before_flags.flush(flags.acc_before);
+  after_flags.flush(flags.acc_after);
 }
 
-template <class S, class T>
-__global__ void row_softmax_kernel(const S* scores, float scale, long long rows, int cols, float* row_max,
-                                   float* row_sum, T* probs, SoftmaxOptions o) {
-  const long long row = warp_row();
-  if (row >= rows) return;
-  const S* s = scores + row * cols;
-  float top = kNegInf;
-  for (int c = threadIdx.x; c < cols; c += 32) top = fmaxf(top, to_float(s[c]) * scale);
-  top = warp_max(top);
-  const float m_use = exp_origin(top, o);
-  float sum = 0.0f;
-  for (int c = threadIdx.x; c < cols; c += 32) sum += __expf(to_float(s[c]) * scale - m_use);
-  sum = warp_sum(sum);
-  // A fully masked row: probabilities 0 (unless the guard is the fault's to drop).
-  const float inv = sum > 0.0f || !o.guard_masked ? 1.0f / sum : 0.0f;
-  for (int c = threadIdx.x; c < cols; c += 32) {
-    probs[row * cols + c] = from_float<T>(__expf(to_float(s[c]) * scale - m_use) * inv);
+template <class S, class T, bool kFlagged>
+__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8) row_softmax_kernel(const S* scores, float scale, long long rows, int cols, float* row_max,
+                                   float* row_sum, T* probs, SoftmaxOptions o, RowSoftmaxFlags flags) {
+  FlagTap<S, kFlagged> scores_flags;
+  FlagTap<T, kFlagged> probs_flags;
+  FlagTap<float, kFlagged> max_flags, sum_flags;
+  for (long long row = warp_row(); row < rows; row += row_stride()) {
+    const S* s = scores + row * cols;
+    float top = kNegInf;
+#pragma unroll 4
+    for (int c = threadIdx.x; c < cols; c += 32) {
+      scores_flags.add(flags.scores, s[c], row * cols + c);
+      top = fmaxf(top, __fmul_rn(to_float(s[c]), scale));
+    }
+    top = warp_max(top);
+    const float m_use = exp_origin(top, o);
+    float sum = 0.0f;
+#pragma unroll 4
+    for (int c = threadIdx.x; c < cols; c += 32) sum += __expf(__fmaf_rn(to_float(s[c]), scale, -m_use));
+    sum = warp_sum(sum);
+    // A fully masked row: probabilities 0 (unless the guard is the fault's to drop).
+    const float inv = sum > 0.0f || !o.guard_masked ? 1.0f / sum : 0.0f;
+#pragma unroll 4
+    for (int c = threadIdx.x; c < cols; c += 32) {
+      const T p = from_float<T>(__fmul_rn(__expf(__fmaf_rn(to_float(s[c]), scale, -m_use)), inv));
+      probs[row * cols + c] = p;
+      probs_flags.add(flags.probs, p, row * cols + c);
+    }
+    if (threadIdx.x == 0) {
+      row_max[row] = top;
+      row_sum[row] = sum;
+      max_flags.add(flags.max, top, row);
+      sum_flags.add(flags.sum, sum, row);
+    }
   }
-  if (threadIdx.x == 0) {
-    row_max[row] = top;
-    row_sum[row] = sum;
-  }
+  scores_flags.flush(flags.scores);
+  probs_flags.flush(flags.probs);
+  max_flags.flush(flags.max);
+  sum_flags.flush(flags.sum);
 }
 
-__global__ void rescale_rows_kernel(float* acc, const float* rescale, long long rows, int cols) {
-  const long long row = warp_row();
-  if (row >= rows) return;
-  const float r = rescale[row];
-  for (int c = threadIdx.x; c < cols; c += 32) acc[row * cols + c] *= r;
-}
-
-template <class T>
-__global__ void normalize_rows_kernel(const float* acc, const float* row_sum, long long rows, int cols, T* out) {
-  const long long row = warp_row();
-  if (row >= rows) return;
-  const float l = row_sum[row];
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-  for (int c = threadIdx.x; c < cols; c += 32) out[row * cols + c] = from_float<T>(acc[row * cols + c] * inv);
+template <class T, bool kFlagged>
+__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8) normalize_rows_kernel(const float* acc, const float* row_sum, long long rows, int cols, T* out,
+                                      NormalizeFlags flags) {
+  FlagTap<float, kFlagged> acc_flags;
+  FlagTap<T, kFlagged> out_flags;
+  for (long long row = warp_row(); row < rows; row += row_stride()) {
+    const float l = row_sum[row];
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int c = threadIdx.x; c < cols; c += 32) {
+      const float a = acc[row * cols + c];
+      acc_flags.add(flags.acc, a, row * cols + c);
+      const T o = from_float<T>(a * inv);
+      out[row * cols + c] = o;
+      out_flags.add(flags.out, o, row * cols + c);
+    }
+  }
+  acc_flags.flush(flags.acc);
+  out_flags.flush(flags.out);
 }
 
 unsigned grid_of(long long rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+// For the grid-stride kernels: one resident wave, at the blocks per SM of their launch bounds.
+unsigned strided_grid_of(long long rows, bool flagged) {
+  static const int sms = [] {
+    int device = 0, count = 0;
+    FC_CUDA(cudaGetDevice(&device));
+    FC_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+  }();
+  return static_cast<unsigned>(std::min<long long>(grid_of(rows), static_cast<long long>(sms) * (flagged ? 6 : 8)));
+}
 const dim3 kBlock(32, kRowsPerBlock);
 
 }  // namespace
 
-void launch_apply_mask(void* scores, DType dtype, float scale, float softcap, const Shape& s, int j0, int cols,
-                       const DeviceMask& mask, cudaStream_t stream) {
-  const long long rows = s.batch * s.heads * s.q_len;
+void launch_apply_mask(void* scores, DType dtype, float scale, float softcap, const Shape& s, long long first_row,
+                       long long rows, int j0, int cols, const DeviceMask& mask, cudaStream_t stream) {
   const int heads = static_cast<int>(s.heads), q_len = static_cast<int>(s.q_len);
   const float inverse_cap = softcap > 0 ? 1.0f / softcap : 0.0f;
   if (dtype == DType::f16) {
     apply_mask_kernel<<<grid_of(rows), kBlock, 0, stream>>>(static_cast<__half*>(scores), scale, softcap, inverse_cap,
-                                                            heads, q_len, j0, cols, mask, rows);
+                                                            heads, q_len, j0, cols, mask, first_row, rows);
   } else {
     apply_mask_kernel<<<grid_of(rows), kBlock, 0, stream>>>(static_cast<float*>(scores), scale, softcap, inverse_cap,
-                                                            heads, q_len, j0, cols, mask, rows);
+                                                            heads, q_len, j0, cols, mask, first_row, rows);
   }
   FC_CUDA_LAUNCH();
 }
@@ -129,40 +218,61 @@ void with_types(const ScoreInput& scores, DType out, void* data, F&& f) {
   if (scores.dtype == DType::f16) by_output(static_cast<const __half*>(scores.data));
   else by_output(static_cast<const float*>(scores.data));
 }
+
+bool any(std::initializer_list<FlagSlot> slots) {
+  for (const FlagSlot& s : slots) {
+    if (s.counts) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void launch_online_softmax(ScoreInput scores, long long rows, int cols, bool first_page, float* row_max,
-                           float* row_sum, float* rescale, void* p_tilde, DType dtype, SoftmaxOptions options,
-                           cudaStream_t stream) {
+                           float* row_sum, float* factor, void* p_tilde, DType dtype, SoftmaxOptions options,
+                           Rescale rescale, const OnlineSoftmaxFlags& flags, cudaStream_t stream) {
+  if (cols > kMaxPageCols) {
+    throw Error("online softmax: a page of " + std::to_string(cols) + " keys; at most " + std::to_string(kMaxPageCols));
+  }
+  const bool flagged = any({flags.scores, flags.p_tilde, flags.max, flags.sum, flags.acc_before, flags.acc_after});
   with_types(scores, dtype, p_tilde, [&](auto* s, auto* out) {
-    online_softmax_kernel<<<grid_of(rows), kBlock, 0, stream>>>(s, scores.scale, rows, cols, first_page, row_max,
-                                                                row_sum, rescale, out, options);
+    using S = std::remove_const_t<std::remove_pointer_t<decltype(s)>>;
+    using T = std::remove_pointer_t<decltype(out)>;
+    auto launch = [&](auto per_lane) {
+      constexpr int kPerLane = decltype(per_lane)::value;
+      auto kernel = flagged ? online_softmax_kernel<S, T, true, kPerLane> : online_softmax_kernel<S, T, false, kPerLane>;
+      kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(s, scores.scale, rows, cols, first_page, row_max, row_sum,
+                                                           factor, out, options, rescale, flags);
+    };
+    if (cols <= 128) launch(std::integral_constant<int, 4>{});
+    else launch(std::integral_constant<int, kMaxPageCols / 32>{});
   });
   FC_CUDA_LAUNCH();
 }
 
 void launch_row_softmax(ScoreInput scores, long long rows, int cols, float* row_max, float* row_sum, void* probs,
-                        DType dtype, SoftmaxOptions options, cudaStream_t stream) {
+                        DType dtype, SoftmaxOptions options, const RowSoftmaxFlags& flags, cudaStream_t stream) {
+  const bool flagged = any({flags.scores, flags.probs, flags.max, flags.sum});
   with_types(scores, dtype, probs, [&](auto* s, auto* out) {
-    row_softmax_kernel<<<grid_of(rows), kBlock, 0, stream>>>(s, scores.scale, rows, cols, row_max, row_sum, out,
-                                                             options);
+    using S = std::remove_const_t<std::remove_pointer_t<decltype(s)>>;
+    using T = std::remove_pointer_t<decltype(out)>;
+    auto kernel = flagged ? row_softmax_kernel<S, T, true> : row_softmax_kernel<S, T, false>;
+    kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(s, scores.scale, rows, cols, row_max, row_sum, out, options,
+                                                         flags);
   });
   FC_CUDA_LAUNCH();
 }
 
-void launch_rescale_rows(float* acc, const float* rescale, long long rows, int cols, cudaStream_t stream) {
-  rescale_rows_kernel<<<grid_of(rows), kBlock, 0, stream>>>(acc, rescale, rows, cols);
-  FC_CUDA_LAUNCH();
-}
-
 void launch_normalize_rows(const float* acc, const float* row_sum, long long rows, int cols, void* out, DType dtype,
-                           cudaStream_t stream) {
-  if (dtype == DType::f16) {
-    normalize_rows_kernel<<<grid_of(rows), kBlock, 0, stream>>>(acc, row_sum, rows, cols, static_cast<__half*>(out));
-  } else {
-    normalize_rows_kernel<<<grid_of(rows), kBlock, 0, stream>>>(acc, row_sum, rows, cols,
-                                                                static_cast<__nv_bfloat16*>(out));
-  }
+                           const NormalizeFlags& flags, cudaStream_t stream) {
+  const bool flagged = any({flags.acc, flags.out});
+  auto launch = [&](auto* typed_out) {
+    using T = std::remove_pointer_t<decltype(typed_out)>;
+    auto kernel = flagged ? normalize_rows_kernel<T, true> : normalize_rows_kernel<T, false>;
+    kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(acc, row_sum, rows, cols, typed_out, flags);
+  };
+  if (dtype == DType::f16) launch(static_cast<__half*>(out));
+  else launch(static_cast<__nv_bfloat16*>(out));
   FC_CUDA_LAUNCH();
 }
 

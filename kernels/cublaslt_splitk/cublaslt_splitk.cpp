@@ -89,13 +89,21 @@ class CublasLtSplitK final : public Implementation {
                        scores_->data, lt_workspace_->data, ctx.stream);
     if (in.has_mask() || p.softcap > 0) {
       launch_apply_mask(scores_->data, score_dtype(), alpha(p) / static_cast<float>(p.scale),
-                        static_cast<float>(p.softcap), s, 0, static_cast<int>(s.kv_len), in.mask(), ctx.stream);
+                        static_cast<float>(p.softcap), s, 0, rows, 0, static_cast<int>(s.kv_len), in.mask(), ctx.stream);
     }
-    if (ctx.tap) ctx.tap->capture(0, 0, scores_->view(score_dims));
+    // The softmax folds in the flags of the scores it reads and of what it stores (stages/tap.h).
+    RowSoftmaxFlags flags;
+    if (ctx.tap) {
+      flags.scores = ctx.tap->fused_flags(0, 0, scores_->view(score_dims), 0, FlagAccess::reads_memory);
+      ctx.tap->capture(0, 0, scores_->view(score_dims));
+      flags.probs = ctx.tap->fused_flags(1, 0, probs_->view(score_dims), 0, FlagAccess::stores);
+      flags.max = ctx.tap->fused_flags(1, 1, max_->view(row_dims), 0, FlagAccess::stores);
+      flags.sum = ctx.tap->fused_flags(1, 2, sum_->view(row_dims), 0, FlagAccess::stores);
+    }
 
     const ScoreInput scores{scores_->data, score_dtype(), faulty("fp16-scores") ? static_cast<float>(p.scale) : 1.0f};
     launch_row_softmax(scores, rows, static_cast<int>(s.kv_len), max_->as<float>(), sum_->as<float>(), probs_->data,
-                       p.dtype, {!faulty("no-max-subtract"), !faulty("masked-row-nan")}, ctx.stream);
+                       p.dtype, {!faulty("no-max-subtract"), !faulty("masked-row-nan")}, flags, ctx.stream);
     if (ctx.tap) {
       ctx.tap->capture(1, 0, probs_->view(score_dims));
       ctx.tap->capture(1, 1, max_->view(row_dims));
