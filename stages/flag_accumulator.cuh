@@ -190,6 +190,26 @@ class FlagTap {
     flag_device::record_special<Format>(slot, bits, offset);
   }
 
+  // kN consecutive elements at once: the finite case decided for all of them together, the
+  // rare case (a NaN, Inf or poison among them) element by element.
+  template <int kN>
+  __device__ void add(const FlagSlot& slot, const T (&values)[kN], unsigned long long offset) {
+    if (!kOn || slot.counts == nullptr) return;
+    unsigned top = 0, subnormal = 0;
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      const unsigned abs = flag_device::bits_of(values[k]) & Format::kAbsMask;
+      top = max(top, abs);
+      subnormal += (abs - 1u) < (Format::kMinNormal - 1u);
+    }
+    if (top < Format::kInf) {
+      max_abs_ = max(max_abs_, top);
+      subnormal_ += subnormal;
+      return;
+    }
+    for (int k = 0; k < kN; ++k) add(slot, values[k], offset + k);
+  }
+
   // Block-wide: a warp reduction, then one thread of the block adds the block's share to the
   // slot (the slot is one address per field: an atomic per warp would queue on it).
   __device__ void flush(const FlagSlot& slot) {

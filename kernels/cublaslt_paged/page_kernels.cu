@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -117,33 +118,54 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? (kPerLane > 4 ?
   after_flags.flush(flags.acc_after);
 }
 
-template <class S, class T, bool kFlagged>
-__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8) row_softmax_kernel(const S* scores, float scale, long long rows, int cols, float* row_max,
-                                   float* row_sum, T* probs, SoftmaxOptions o, RowSoftmaxFlags flags) {
+// kN consecutive elements of a row, moved as one access: 16 bytes of scores where a row is a
+// whole number of 16-byte vectors (and the probabilities they become, 8 or 16 bytes), else one.
+template <class E, int kN>
+struct alignas(sizeof(E) * kN) Pack {
+  E e[kN];
+};
+
+// Whole rows, in three passes over each (max, sum, probabilities), kN elements per access.
+template <class S, class T, bool kFlagged, int kN>
+__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8)
+    row_softmax_kernel(const S* scores, float scale, long long rows, int cols, float* row_max, float* row_sum,
+                       T* probs, SoftmaxOptions o, RowSoftmaxFlags flags) {
   FlagTap<S, kFlagged> scores_flags;
   FlagTap<T, kFlagged> probs_flags;
   FlagTap<float, kFlagged> max_flags, sum_flags;
+  constexpr int kUnroll = kN > 1 ? (kFlagged ? 1 : 2) : 4;  // accesses in flight per lane, within the registers
+  const int packs = cols / kN;
   for (long long row = warp_row(); row < rows; row += row_stride()) {
-    const S* s = scores + row * cols;
+    const auto* s = reinterpret_cast<const Pack<S, kN>*>(scores + row * cols);
     float top = kNegInf;
-#pragma unroll 4
-    for (int c = threadIdx.x; c < cols; c += 32) {
-      scores_flags.add(flags.scores, s[c], row * cols + c);
-      top = fmaxf(top, __fmul_rn(to_float(s[c]), scale));
+#pragma unroll kUnroll
+    for (int v = threadIdx.x; v < packs; v += 32) {
+      const Pack<S, kN> x = s[v];
+      scores_flags.add(flags.scores, x.e, row * cols + v * kN);
+#pragma unroll
+      for (int k = 0; k < kN; ++k) top = fmaxf(top, __fmul_rn(to_float(x.e[k]), scale));
     }
     top = warp_max(top);
     const float m_use = exp_origin(top, o);
     float sum = 0.0f;
-#pragma unroll 4
-    for (int c = threadIdx.x; c < cols; c += 32) sum += __expf(__fmaf_rn(to_float(s[c]), scale, -m_use));
+#pragma unroll kUnroll
+    for (int v = threadIdx.x; v < packs; v += 32) {
+      const Pack<S, kN> x = s[v];
+#pragma unroll
+      for (int k = 0; k < kN; ++k) sum += __expf(__fmaf_rn(to_float(x.e[k]), scale, -m_use));
+    }
     sum = warp_sum(sum);
     // A fully masked row: probabilities 0 (unless the guard is the fault's to drop).
     const float inv = sum > 0.0f || !o.guard_masked ? 1.0f / sum : 0.0f;
-#pragma unroll 4
-    for (int c = threadIdx.x; c < cols; c += 32) {
-      const T p = from_float<T>(__fmul_rn(__expf(__fmaf_rn(to_float(s[c]), scale, -m_use)), inv));
-      probs[row * cols + c] = p;
-      probs_flags.add(flags.probs, p, row * cols + c);
+    auto* out = reinterpret_cast<Pack<T, kN>*>(probs + row * cols);
+#pragma unroll kUnroll
+    for (int v = threadIdx.x; v < packs; v += 32) {
+      const Pack<S, kN> x = s[v];
+      Pack<T, kN> p;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) p.e[k] = from_float<T>(__fmul_rn(__expf(__fmaf_rn(to_float(x.e[k]), scale, -m_use)), inv));
+      probs_flags.add(flags.probs, p.e, row * cols + v * kN);
+      out[v] = p;
     }
     if (threadIdx.x == 0) {
       row_max[row] = top;
@@ -256,9 +278,17 @@ void launch_row_softmax(ScoreInput scores, long long rows, int cols, float* row_
   with_types(scores, dtype, probs, [&](auto* s, auto* out) {
     using S = std::remove_const_t<std::remove_pointer_t<decltype(s)>>;
     using T = std::remove_pointer_t<decltype(out)>;
-    auto kernel = flagged ? row_softmax_kernel<S, T, true> : row_softmax_kernel<S, T, false>;
-    kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(s, scores.scale, rows, cols, row_max, row_sum, out, options,
-                                                         flags);
+    constexpr int kVector = 16 / sizeof(S);
+    const bool whole_vectors = cols % kVector == 0 && reinterpret_cast<std::uintptr_t>(s) % 16 == 0 &&
+                               reinterpret_cast<std::uintptr_t>(out) % (sizeof(T) * kVector) == 0;
+    auto launch = [&](auto elements) {
+      constexpr int kN = decltype(elements)::value;
+      auto kernel = flagged ? row_softmax_kernel<S, T, true, kN> : row_softmax_kernel<S, T, false, kN>;
+      kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(s, scores.scale, rows, cols, row_max, row_sum, out,
+                                                                    options, flags);
+    };
+    if (whole_vectors) launch(std::integral_constant<int, kVector>{});
+    else launch(std::integral_constant<int, 1>{});
   });
   FC_CUDA_LAUNCH();
 }
