@@ -82,11 +82,42 @@ TEST_CASE("rows never captured, or a block that does not fit its output, are sai
   past_end.finish();
   CHECK(past_end.results()[0].problem.find("captured rows 8..") == 0);
 
+  CaptureTap twice(s.graph, s.problem, true, nullptr);  // 12 rows counted, 3..5 twice, 9..11 never
+  twice.capture_rows(0, 0, out.view_at(0, {6, 4}), 0);
+  twice.capture_rows(0, 0, out.view_at(12, {6, 4}), 3);
+  twice.finish();
+  CHECK(twice.results()[0].problem == "captured rows 3..5 twice");
+
   CaptureTap wrong_width(s.graph, s.problem, true, nullptr);
   wrong_width.capture_rows(0, 0, out.view_at(0, {8, 3}), 0);
   wrong_width.finish();
   INFO(wrong_width.results()[0].problem);
   CHECK(wrong_width.results()[0].problem.find("as fp32 [8,3], declared fp32 [1,2,6,4]") != std::string::npos);
+}
+
+TEST_CASE("blocks of rows may come in any order, and a reset tap takes a run's blocks afresh", "[trace][capture]") {
+  const OneStage s = one_output_stage({1, 2, 6, 7, 4});  // 12 rows of 4
+  Workspace ws(false);
+  Buffer& out = ws.allocate("output", DType::f32, 12 * 4);
+  for (int i = 0; i < 12 * 4; ++i) out.as<float>()[i] = static_cast<float>(i);
+  out.as<float>()[30] = std::nanf("");  // row 7
+  CaptureTap tap(s.graph, s.problem, true, nullptr);
+  for (int run = 0; run < 2; ++run) {
+    tap.reset();
+    tap.capture_rows(0, 0, out.view_at(8 * 4, {4, 4}), 8);
+    tap.capture_rows(0, 0, out.view_at(0, {3, 4}), 0);
+    tap.capture_rows(0, 0, out.view_at(3 * 4, {5, 4}), 3);
+    tap.finish();
+    const Captured& c = tap.results()[0];
+    INFO("run " << run << ": " << c.problem);
+    REQUIRE(c.problem.empty());
+    CHECK(c.flags.nan == 1);
+    CHECK(c.flags.first_nan == 30);
+    CHECK(c.view.data == nullptr);  // no one buffer holds the whole output
+    for (int i = 0; i < 12 * 4; ++i) {
+      if (i != 30) CHECK(c.tensor.get(i) == static_cast<double>(i));
+    }
+  }
 }
 
 }  // namespace fc

@@ -67,8 +67,9 @@ CaptureTap::CaptureTap(const StageGraph& graph, const Problem& problem, bool cop
       captured_.push_back(c);
     }
   }
-  fused_.assign(captured_.size(), 0);
-  block_rows_.assign(captured_.size(), -1);
+  fused_rows_.assign(captured_.size(), {});
+  blocks_.assign(captured_.size(), {});
+  in_blocks_.assign(captured_.size(), 0);
 }
 
 std::size_t CaptureTap::slot(std::size_t stage, std::size_t output) const {
@@ -102,12 +103,15 @@ FlagSlot CaptureTap::fused_flags(std::size_t stage, std::size_t output, const Te
   if (copy_ && (problem_.layout.varlen() || access == FlagAccess::stores)) return {};
   const Dims want = declared_dims(stage, output);
   const std::int64_t cols = want.size() == 4 ? want[3] : 1;
-  fused_[index] = 1;
+  // A view the capture will refuse gets the tap's own pass (and the capture says why).
+  if (view.dtype != declared.dtype || view.dims.empty() || (want.size() == 4 && view.dims.back() != cols)) return {};
+  fused_rows_[index].insert(first_row);
   return {device_slot(index), view.buffer_id, static_cast<unsigned long long>(first_row * cols)};
 }
 
 std::size_t CaptureTap::fused_slots() const {
-  return static_cast<std::size_t>(std::count(fused_.begin(), fused_.end(), 1));
+  return static_cast<std::size_t>(
+      std::count_if(fused_rows_.begin(), fused_rows_.end(), [](const std::set<std::int64_t>& rows) { return !rows.empty(); }));
 }
 
 void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const TensorView& block, std::int64_t first_row) {
@@ -119,12 +123,13 @@ void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const Tenso
   const std::int64_t cols = want.size() == 4 ? want[3] : 1, total_rows = numel_of(want) / std::max<std::int64_t>(cols, 1);
   const std::int64_t rows = block.dims.empty() ? 0 : block.dims[0];
   const Dims block_want = want.size() == 4 ? Dims{rows, cols} : Dims{rows};
-  if (block_rows_[index] < 0) {  // the first block
+  if (!in_blocks_[index]) {  // the first block
+    in_blocks_[index] = 1;
     c.present = true;
-    c.view = block;
+    c.view = block;  // its kind, dtype and buffer; no data: no one buffer holds the whole output
+    c.view.data = nullptr;
     c.view.dims = want;
     c.view.strides.clear();
-    block_rows_[index] = 0;
     c.flags_of_extent = copy_ && problem_.layout.varlen();
     if (copy_) c.tensor = HostTensor(declared.dtype, want);
   }
@@ -135,9 +140,16 @@ void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const Tenso
                 dims_string(block.dims) + ", declared " + dtype_name(declared.dtype) + " " + dims_string(want);
     return;
   }
-  block_rows_[index] += rows;
+  for (const RowBlock& b : blocks_[index]) {
+    if (first_row < b.first + b.rows && b.first < first_row + rows) {
+      c.problem = "captured rows " + std::to_string(std::max(first_row, b.first)) + ".." +
+                  std::to_string(std::min(first_row + rows, b.first + b.rows) - 1) + " twice";
+      return;
+    }
+  }
+  blocks_[index].push_back({first_row, rows});
   const auto base = static_cast<unsigned long long>(first_row * cols);
-  if (!c.flags_of_extent && !fused_[index]) {
+  if (!c.flags_of_extent && fused_rows_[index].count(first_row) == 0) {
     if (block.on_device) {
       launch_flags(block, device_slot(index), stream_, base);
     } else {
@@ -171,7 +183,7 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
     return;
   }
   if (view.on_device) {
-    if (!fused_[slot(stage, output)]) launch_flags(view, device_slot(slot(stage, output)), stream_);
+    if (fused_rows_[slot(stage, output)].count(0) == 0) launch_flags(view, device_slot(slot(stage, output)), stream_);
   } else {
     c.flags = host_flags(view);
   }
@@ -203,8 +215,9 @@ void CaptureTap::reset() {
     c.tensor = HostTensor();
     c.problem.clear();
   }
-  fused_.assign(captured_.size(), 0);
-  block_rows_.assign(captured_.size(), -1);
+  fused_rows_.assign(captured_.size(), {});
+  blocks_.assign(captured_.size(), {});
+  in_blocks_.assign(captured_.size(), 0);
   if (device_flags_.get()) {
     const std::vector<FlagCounts> fresh(captured_.size());
     FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));
@@ -224,15 +237,17 @@ void CaptureTap::finish() {
   for (std::size_t i = 0; i < captured_.size(); ++i) {
     Captured& c = captured_[i];
     if (!c.present || !c.problem.empty()) continue;
-    if (block_rows_[i] < 0) {
+    if (!in_blocks_[i]) {
       if (!c.flags_of_extent) make_indices_logical(c);
       continue;
     }
-    // Blocks: first indices are logical already (dense rows at their base).
+    // Blocks (no two overlap): first indices are logical already (dense rows at their base).
     const std::int64_t cols = c.view.dims.size() == 4 ? c.view.dims[3] : 1;
     const std::int64_t total_rows = c.view.numel() / std::max<std::int64_t>(cols, 1);
-    if (block_rows_[i] != total_rows) {
-      c.problem = "captured " + std::to_string(block_rows_[i]) + " rows in blocks of " + std::to_string(total_rows);
+    std::int64_t captured_rows = 0;
+    for (const RowBlock& b : blocks_[i]) captured_rows += b.rows;
+    if (captured_rows != total_rows) {
+      c.problem = "captured " + std::to_string(captured_rows) + " rows in blocks of " + std::to_string(total_rows);
     } else if (c.flags_of_extent) {
       const Stage& st = graph_.stages[c.stage];
       c.flags = flags_of_extent(c.tensor, c.view.buffer_id, st, st.outputs[c.output]);

@@ -3,6 +3,7 @@
 // flag pass where the tensor lives (device kernel or host loop) and, when comparing, copies
 // the tensor to the host in logical [B,H,R(,C)] order. Device flag results stay on the
 // device until finish(): one read-back per case.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,7 @@ namespace fc {
 struct Captured {
   std::size_t stage = 0, output = 0;
   bool present = false;   // the implementation captured it
-  TensorView view;        // as captured (its data pointer is stale after the run)
+  TensorView view;        // as captured (its data pointer is stale after the run; null when in blocks)
   FlagCounts flags;       // first indices are logical row-major indices after finish()
   bool flags_of_extent = false;  // flagged on the host copy, over the elements that exist (varlen)
   HostTensor tensor;      // a copy, when comparing
@@ -63,8 +64,12 @@ class CaptureTap final : public Tap {
   bool fuse_flags_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;
-  std::vector<char> fused_;                 // per slot: a kernel folds its flags in
-  std::vector<std::int64_t> block_rows_;    // per slot: rows captured in blocks, -1 for a whole capture
+  struct RowBlock {
+    std::int64_t first = 0, rows = 0;
+  };
+  std::vector<std::set<std::int64_t>> fused_rows_;  // per slot: first rows of the blocks a kernel flags
+  std::vector<std::vector<RowBlock>> blocks_;       // per slot: the blocks captured so far
+  std::vector<char> in_blocks_;                     // per slot: captured in blocks (capture_rows)
   DeviceMemory device_flags_;            // FlagCounts per slot, allocated on first device capture
 };
 

@@ -76,14 +76,17 @@ void LtGemm::run(const LtHandle& handle, float alpha, const void* a, const void*
 bool LtGemm::lint_and_run(const LtHandle& handle, const LintContext& context, std::size_t stage,
                           std::vector<DescriptorReport>* reports, float alpha, const void* a, const void* b, float beta,
                           const void* c, void* d, void* workspace, cudaStream_t stream) const {
-  DescriptorReport report;
-  report.stage = stage;
-  report.record = record();
-  report.findings = lint(report.record, context);
-  report.launched = report.findings.empty();
-  const bool launched = report.launched;
+  std::vector<LintFinding> findings = lint(record(), context);
+  const bool launched = findings.empty();
   if (launched) run(handle, alpha, a, b, beta, c, d, workspace, stream);
-  if (reports) reports->push_back(std::move(report));
+  if (reports) {
+    DescriptorReport report;
+    report.stage = stage;
+    report.record = record();
+    report.findings = std::move(findings);
+    report.launched = launched;
+    reports->push_back(std::move(report));
+  }
   return launched;
 }
 

@@ -43,7 +43,13 @@ class CublasLtPaged final : public Implementation {
            "normalize";
   }
   bool on_gpu() const override { return true; }
-  std::optional<std::string> unsupported(const Problem& p) const override { return lt_unsupported(p); }
+  std::optional<std::string> unsupported(const Problem& p) const override {
+    if (page_width_ > kMaxOnlineSoftmaxCols) {
+      return "pages of " + std::to_string(page_width_) + " keys: the online softmax holds at most " +
+             std::to_string(kMaxOnlineSoftmaxCols);
+    }
+    return lt_unsupported(p);
+  }
   std::vector<std::string> faults() const override {
     return {"first-page-rescale", "beta-first-page", "stale-scores", "attr-int32", "rows-cols-swap",
             "fp16-scores",        "no-max-subtract", "masked-row-nan", "tail-page"};
@@ -115,10 +121,21 @@ class CublasLtPaged final : public Implementation {
     const auto* v_group = static_cast<const std::uint8_t*>(in.v()) + e0 * s.kv_len * s.head_dim * dsize;
     const auto* q_group = static_cast<const std::uint8_t*>(in.q()) + row0 * s.head_dim * dsize;
     const TensorView acc = acc_->view({rows, s.head_dim}), max = max_->view({rows}), sum = sum_->view({rows});
-    // The first group's calls stand for all in the descriptor reports (the lint runs on each).
-    std::vector<DescriptorReport>* descriptors = e0 == 0 ? ctx.descriptors : nullptr;
+    // The first group's calls stand for all in the descriptor reports; a later group's call is
+    // reported too where its lint finds what the first group's did not (the lint runs on each).
+    std::vector<DescriptorReport> later;
+    std::vector<DescriptorReport>* descriptors = e0 == 0 || !ctx.descriptors ? ctx.descriptors : &later;
+    struct ReportFindings {
+      std::vector<DescriptorReport>& later;
+      std::vector<DescriptorReport>* all;
+      ~ReportFindings() {
+        for (DescriptorReport& r : later) {
+          if (!r.findings.empty()) all->push_back(std::move(r));
+        }
+      }
+    } report_findings{later, ctx.descriptors};
     Tap* tap = ctx.tap;
-    if (tap && e0 > 0) {
+    if (ctx.traced() && e0 > 0) {
       // A traced run sees each group's buffers as the first does: poisoned, not the last group's.
       for (const Buffer* b : {scores_, p_tilde_, max_, sum_, acc_}) launch_poison_fill(b->data, b->dtype, b->count, b->id, ctx.stream);
     }

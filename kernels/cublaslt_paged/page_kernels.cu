@@ -15,7 +15,6 @@ namespace fc {
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // one warp per row
-constexpr int kMaxPageCols = 256;  // the online softmax holds a page row in registers
 constexpr float kNegInf = -__builtin_huge_valf();
 
 __device__ __forceinline__ long long warp_row() { return static_cast<long long>(blockIdx.x) * kRowsPerBlock + threadIdx.y; }
@@ -42,6 +41,10 @@ __device__ __forceinline__ float exp_origin(float top, SoftmaxOptions o) {
   return top == kNegInf && o.guard_masked ? 0.0f : top;
 }
 
+// Blocks an SM of the kernels below, as their launch bounds promise (the registers capped to
+// fit them, without spills): flagged or not, and the page row's elements per lane.
+constexpr int blocks_per_sm(bool flagged, int per_lane = 1) { return flagged ? (per_lane > 4 ? 4 : 6) : 8; }
+
 // The row loops below are grid-stride (a bounded grid), so that the flags each block folds in
 // are flushed once per block, not once per row.
 __device__ __forceinline__ long long row_stride() { return static_cast<long long>(gridDim.x) * kRowsPerBlock; }
@@ -52,7 +55,7 @@ __device__ __forceinline__ long long row_stride() { return static_cast<long long
 // A page row lives in registers: lane l holds columns l, l + 32, .., l + 32 (kPerLane - 1),
 // loaded together (one pass over memory, kPerLane loads in flight per lane).
 template <class S, class T, bool kFlagged, int kPerLane>
-__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? (kPerLane > 4 ? 4 : 6) : 8)
+__global__ void __launch_bounds__(32 * kRowsPerBlock, blocks_per_sm(kFlagged, kPerLane))
     online_softmax_kernel(const S* scores, float scale, long long rows, int cols, bool first, float* row_max,
                           float* row_sum, float* factor, T* p_tilde, SoftmaxOptions o, Rescale rescale,
                           OnlineSoftmaxFlags flags) {
@@ -127,7 +130,7 @@ struct alignas(sizeof(E) * kN) Pack {
 
 // Whole rows, in three passes over each (max, sum, probabilities), kN elements per access.
 template <class S, class T, bool kFlagged, int kN>
-__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8)
+__global__ void __launch_bounds__(32 * kRowsPerBlock, blocks_per_sm(kFlagged))
     row_softmax_kernel(const S* scores, float scale, long long rows, int cols, float* row_max, float* row_sum,
                        T* probs, SoftmaxOptions o, RowSoftmaxFlags flags) {
   FlagTap<S, kFlagged> scores_flags;
@@ -181,7 +184,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8)
 }
 
 template <class T, bool kFlagged>
-__global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8) normalize_rows_kernel(const float* acc, const float* row_sum, long long rows, int cols, T* out,
+__global__ void __launch_bounds__(32 * kRowsPerBlock, blocks_per_sm(kFlagged)) normalize_rows_kernel(const float* acc, const float* row_sum, long long rows, int cols, T* out,
                                       NormalizeFlags flags) {
   FlagTap<float, kFlagged> acc_flags;
   FlagTap<T, kFlagged> out_flags;
@@ -201,15 +204,12 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock, kFlagged ? 6 : 8) normaliz
 }
 
 unsigned grid_of(long long rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
-// For the grid-stride kernels: one resident wave, at the blocks per SM of their launch bounds.
-unsigned strided_grid_of(long long rows, bool flagged) {
-  static const int sms = [] {
-    int device = 0, count = 0;
-    FC_CUDA(cudaGetDevice(&device));
-    FC_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    return count;
-  }();
-  return static_cast<unsigned>(std::min<long long>(grid_of(rows), static_cast<long long>(sms) * (flagged ? 6 : 8)));
+// For the grid-stride kernels: one resident wave, at the blocks an SM their launch bounds fit.
+unsigned strided_grid_of(long long rows, int per_sm) {
+  int device = 0, sms = 0;
+  FC_CUDA(cudaGetDevice(&device));
+  FC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return static_cast<unsigned>(std::min<long long>(grid_of(rows), static_cast<long long>(sms) * per_sm));
 }
 const dim3 kBlock(32, kRowsPerBlock);
 
@@ -253,8 +253,8 @@ bool any(std::initializer_list<FlagSlot> slots) {
 void launch_online_softmax(ScoreInput scores, long long rows, int cols, bool first_page, float* row_max,
                            float* row_sum, float* factor, void* p_tilde, DType dtype, SoftmaxOptions options,
                            Rescale rescale, const OnlineSoftmaxFlags& flags, cudaStream_t stream) {
-  if (cols > kMaxPageCols) {
-    throw Error("online softmax: a page of " + std::to_string(cols) + " keys; at most " + std::to_string(kMaxPageCols));
+  if (cols > kMaxOnlineSoftmaxCols) {
+    throw Error("online softmax: a page of " + std::to_string(cols) + " keys; at most " + std::to_string(kMaxOnlineSoftmaxCols));
   }
   const bool flagged = any({flags.scores, flags.p_tilde, flags.max, flags.sum, flags.acc_before, flags.acc_after});
   with_types(scores, dtype, p_tilde, [&](auto* s, auto* out) {
@@ -263,11 +263,11 @@ void launch_online_softmax(ScoreInput scores, long long rows, int cols, bool fir
     auto launch = [&](auto per_lane) {
       constexpr int kPerLane = decltype(per_lane)::value;
       auto kernel = flagged ? online_softmax_kernel<S, T, true, kPerLane> : online_softmax_kernel<S, T, false, kPerLane>;
-      kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(s, scores.scale, rows, cols, first_page, row_max, row_sum,
+      kernel<<<strided_grid_of(rows, blocks_per_sm(flagged, kPerLane)), kBlock, 0, stream>>>(s, scores.scale, rows, cols, first_page, row_max, row_sum,
                                                            factor, out, options, rescale, flags);
     };
     if (cols <= 128) launch(std::integral_constant<int, 4>{});
-    else launch(std::integral_constant<int, kMaxPageCols / 32>{});
+    else launch(std::integral_constant<int, kMaxOnlineSoftmaxCols / 32>{});
   });
   FC_CUDA_LAUNCH();
 }
@@ -284,7 +284,7 @@ void launch_row_softmax(ScoreInput scores, long long rows, int cols, float* row_
     auto launch = [&](auto elements) {
       constexpr int kN = decltype(elements)::value;
       auto kernel = flagged ? row_softmax_kernel<S, T, true, kN> : row_softmax_kernel<S, T, false, kN>;
-      kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(s, scores.scale, rows, cols, row_max, row_sum, out,
+      kernel<<<strided_grid_of(rows, blocks_per_sm(flagged)), kBlock, 0, stream>>>(s, scores.scale, rows, cols, row_max, row_sum, out,
                                                                     options, flags);
     };
     if (whole_vectors) launch(std::integral_constant<int, kVector>{});
@@ -299,7 +299,7 @@ void launch_normalize_rows(const float* acc, const float* row_sum, long long row
   auto launch = [&](auto* typed_out) {
     using T = std::remove_pointer_t<decltype(typed_out)>;
     auto kernel = flagged ? normalize_rows_kernel<T, true> : normalize_rows_kernel<T, false>;
-    kernel<<<strided_grid_of(rows, flagged), kBlock, 0, stream>>>(acc, row_sum, rows, cols, typed_out, flags);
+    kernel<<<strided_grid_of(rows, blocks_per_sm(flagged)), kBlock, 0, stream>>>(acc, row_sum, rows, cols, typed_out, flags);
   };
   if (dtype == DType::f16) launch(static_cast<__half*>(out));
   else launch(static_cast<__nv_bfloat16*>(out));

@@ -53,6 +53,9 @@ struct Rescale {
   int cols = 0;
 };
 
+// The widest page the online softmax takes (it holds a page row in registers).
+inline constexpr int kMaxOnlineSoftmaxCols = 256;
+
 // One page of online softmax: from the page's scores and the running max and sum (ignored
 // on the first page) to p~ = exp(s - max) in the input format, the new max and sum (in
 // place), and the rescale factor r of the accumulator (0 on the first page), with which it
