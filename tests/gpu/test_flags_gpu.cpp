@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "support/flag_checks.h"
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "core/check.h"
@@ -44,20 +45,6 @@ std::vector<std::uint8_t> random_tensor(DType t, std::int64_t n, int own_id, Rng
   return bytes;
 }
 
-void require_same(const FlagCounts& a, const FlagCounts& b) {
-  CHECK(a.nan == b.nan);
-  CHECK(a.pos_inf == b.pos_inf);
-  CHECK(a.neg_inf == b.neg_inf);
-  CHECK(a.subnormal == b.subnormal);
-  CHECK(a.unwritten == b.unwritten);
-  CHECK(a.foreign_poison == b.foreign_poison);
-  CHECK(a.first_nan == b.first_nan);
-  CHECK(a.first_inf == b.first_inf);
-  CHECK(a.first_unwritten == b.first_unwritten);
-  CHECK(a.first_foreign == b.first_foreign);
-  CHECK(a.max_abs_bits == b.max_abs_bits);
-}
-
 }  // namespace
 
 TEST_CASE("device flags equal the host count on random tensors with planted specials", "[gpu][flags]") {
@@ -88,7 +75,7 @@ TEST_CASE("device flags equal the host count on random tensors with planted spec
         view.data = host.data();
         INFO(dtype_name(t) << " n=" << n << " shift " << shift);
         const FlagCounts expected = host_flags(view);
-        require_same(from_device, expected);
+        test::require_same_flags(from_device, expected);
         seen.nan += expected.nan;
         seen.pos_inf += expected.pos_inf;
         seen.neg_inf += expected.neg_inf;

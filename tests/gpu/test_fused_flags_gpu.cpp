@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "support/flag_checks.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "harness/inputs.h"
@@ -46,20 +47,6 @@ FlagRun run_with(Implementation& impl, const AttentionInputs& in, const DeviceIn
   run.fused_slots = tap.fused_slots();
   run.captured = std::move(tap.results());
   return run;
-}
-
-void require_same(const FlagCounts& a, const FlagCounts& b) {
-  CHECK(a.nan == b.nan);
-  CHECK(a.pos_inf == b.pos_inf);
-  CHECK(a.neg_inf == b.neg_inf);
-  CHECK(a.subnormal == b.subnormal);
-  CHECK(a.unwritten == b.unwritten);
-  CHECK(a.foreign_poison == b.foreign_poison);
-  CHECK(a.first_nan == b.first_nan);
-  CHECK(a.first_inf == b.first_inf);
-  CHECK(a.first_unwritten == b.first_unwritten);
-  CHECK(a.first_foreign == b.first_foreign);
-  CHECK(a.max_abs_bits == b.max_abs_bits);
 }
 
 // The implementations with fused flags, with the shapes that reach each of their paths:
@@ -119,7 +106,7 @@ TEST_CASE("flags folded into the softmax and normalize kernels equal the standal
             CHECK(a.present == b.present);
             CHECK(a.problem == b.problem);
             if (!a.present || !a.problem.empty()) continue;
-            require_same(a.flags, b.flags);
+            test::require_same_flags(a.flags, b.flags);
             ++compared;
           }
           // A fault cuBLASLt cannot run at all (fp16 scores from bf16 inputs) fails both alike.
