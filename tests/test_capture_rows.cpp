@@ -40,6 +40,9 @@ TEST_CASE("an output captured in blocks of rows equals the output captured whole
   out.as<float>()[97] = INFINITY;                                          // row 24
   const std::uint32_t own = poison_bits(DType::f32, out.id);
   std::memcpy(out.as<float>() + 118, &own, 4);  // row 29 never written
+  const int other = out.id % kMaxPoisonId + 1;
+  const std::uint32_t foreign = poison_bits(DType::f32, other);
+  std::memcpy(out.as<float>() + 81, &foreign, 4);  // row 20 copied from a buffer nobody wrote
 
   CaptureTap whole(s.graph, s.problem, true, nullptr);
   whole.capture(0, 0, out.view({2, 3, 5, 4}));
@@ -56,7 +59,7 @@ TEST_CASE("an output captured in blocks of rows equals the output captured whole
   CHECK(b.view.dims == a.view.dims);
   CHECK(std::memcmp(a.tensor.data(), b.tensor.data(), a.tensor.nbytes()) == 0);
   CHECK(b.flags.nan == a.flags.nan);
-  CHECK(b.flags.nan == 4);
+  CHECK(b.flags.nan == 5);  // row 11's four and the foreign poison
   CHECK(b.flags.first_nan == a.flags.first_nan);
   CHECK(b.flags.first_nan == 44);
   CHECK(b.flags.pos_inf == 1);
@@ -64,6 +67,10 @@ TEST_CASE("an output captured in blocks of rows equals the output captured whole
   CHECK(b.flags.unwritten == 1);
   CHECK(b.flags.first_unwritten == 118);
   CHECK(b.flags.max_abs_bits == a.flags.max_abs_bits);
+  CHECK(b.flags.foreign_poison == 1);
+  CHECK(b.flags.first_foreign == a.flags.first_foreign);
+  CHECK(b.flags.first_foreign_offset() == 81);
+  CHECK(b.flags.foreign_source() == other);
 }
 
 TEST_CASE("rows never captured, or a block that does not fit its output, are said", "[trace][capture]") {
