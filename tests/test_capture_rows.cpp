@@ -4,6 +4,8 @@
 // with the capture, said in words.
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "catch.h"
 #include "harness/inputs.h"
@@ -79,27 +81,20 @@ TEST_CASE("rows never captured, or a block that does not fit its output, are sai
   Buffer& out = ws.allocate("output", DType::f32, 12 * 4);
   for (int i = 0; i < 12 * 4; ++i) out.as<float>()[i] = 1.0f;
 
-  CaptureTap missing(s.graph, s.problem, true, nullptr);
-  missing.capture_rows(0, 0, out.view_at(0, {6, 4}), 0);
-  missing.finish();
-  CHECK(missing.results()[0].problem == "captured 6 rows in blocks of 12");
-
-  CaptureTap past_end(s.graph, s.problem, true, nullptr);
-  past_end.capture_rows(0, 0, out.view_at(0, {6, 4}), 8);
-  past_end.finish();
-  CHECK(past_end.results()[0].problem.find("captured rows 8..") == 0);
-
-  CaptureTap twice(s.graph, s.problem, true, nullptr);  // 12 rows counted, 3..5 twice, 9..11 never
-  twice.capture_rows(0, 0, out.view_at(0, {6, 4}), 0);
-  twice.capture_rows(0, 0, out.view_at(12, {6, 4}), 3);
-  twice.finish();
-  CHECK(twice.results()[0].problem == "captured rows 3..5 twice");
-
-  CaptureTap wrong_width(s.graph, s.problem, true, nullptr);
-  wrong_width.capture_rows(0, 0, out.view_at(0, {8, 3}), 0);
-  wrong_width.finish();
-  INFO(wrong_width.results()[0].problem);
-  CHECK(wrong_width.results()[0].problem.find("as fp32 [8,3], declared fp32 [1,2,6,4]") != std::string::npos);
+  // The capture's problem after these blocks (first row, rows), in order.
+  auto problem_after = [&](const std::vector<std::pair<std::int64_t, TensorView>>& blocks) {
+    CaptureTap tap(s.graph, s.problem, true, nullptr);
+    for (const auto& [first, block] : blocks) tap.capture_rows(0, 0, block, first);
+    tap.finish();
+    return tap.results()[0].problem;
+  };
+  CHECK(problem_after({{0, out.view_at(0, {6, 4})}}) == "captured 6 rows in blocks of 12");
+  CHECK(problem_after({{8, out.view_at(0, {6, 4})}}).find("captured rows 8..") == 0);
+  // 12 rows counted, 3..5 twice, 9..11 never.
+  CHECK(problem_after({{0, out.view_at(0, {6, 4})}, {3, out.view_at(12, {6, 4})}}) == "captured rows 3..5 twice");
+  const std::string wrong_width = problem_after({{0, out.view_at(0, {8, 3})}});
+  INFO(wrong_width);
+  CHECK(wrong_width.find("as fp32 [8,3], declared fp32 [1,2,6,4]") != std::string::npos);
 }
 
 TEST_CASE("blocks of rows may come in any order, and a reset tap takes a run's blocks afresh", "[trace][capture]") {

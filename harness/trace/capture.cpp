@@ -29,16 +29,26 @@ bool row_major(const TensorView& v) {
   dense.strides.clear();
   return v.strides == dense.effective_strides();
 }
+
+// An output of dims [B,H,R(,C)] as rows over B*H*R of C elements each (1 for [B,H,R]).
+std::int64_t row_width(const Dims& dims) { return dims.size() == 4 ? dims[3] : 1; }
+std::int64_t row_count(const Dims& dims) { return numel_of(dims) / std::max<std::int64_t>(row_width(dims), 1); }
+
+// The view's elements in storage order into `to` (host memory), from host or device memory.
+void copy_storage(const TensorView& view, void* to, cudaStream_t stream) {
+  const std::size_t bytes = static_cast<std::size_t>(view.numel()) * dtype_size(view.dtype);
+  if (view.on_device) {
+    FC_CUDA(cudaMemcpyAsync(to, view.data, bytes, cudaMemcpyDeviceToHost, stream));
+    FC_CUDA(cudaStreamSynchronize(stream));
+  } else {
+    std::memcpy(to, view.data, bytes);
+  }
+}
 }  // namespace
 
 HostTensor copy_to_host(const TensorView& view, cudaStream_t stream) {
   HostTensor storage(view.dtype, view.dims);
-  if (view.on_device) {
-    FC_CUDA(cudaMemcpyAsync(storage.data(), view.data, storage.nbytes(), cudaMemcpyDeviceToHost, stream));
-    FC_CUDA(cudaStreamSynchronize(stream));
-  } else {
-    std::memcpy(storage.data(), view.data, storage.nbytes());
-  }
+  copy_storage(view, storage.data(), stream);
   if (row_major(view)) return storage;
   HostTensor logical(view.dtype, view.dims);
   const std::size_t width = dtype_size(view.dtype);
@@ -102,7 +112,7 @@ FlagSlot CaptureTap::fused_flags(std::size_t stage, std::size_t output, const Te
   if (results_only_ && !is_result(declared.quantity)) return {};
   if (copy_ && (problem_.layout.varlen() || access == FlagAccess::stores)) return {};
   const Dims want = declared_dims(stage, output);
-  const std::int64_t cols = want.size() == 4 ? want[3] : 1;
+  const std::int64_t cols = row_width(want);
   // A view the capture will refuse gets the tap's own pass (and the capture says why).
   if (view.dtype != declared.dtype || view.dims.empty() || (want.size() == 4 && view.dims.back() != cols)) return {};
   fused_rows_[index].insert(first_row);
@@ -111,7 +121,7 @@ FlagSlot CaptureTap::fused_flags(std::size_t stage, std::size_t output, const Te
 
 std::size_t CaptureTap::fused_slots() const {
   return static_cast<std::size_t>(
-      std::count_if(fused_rows_.begin(), fused_rows_.end(), [](const std::set<std::int64_t>& rows) { return !rows.empty(); }));
+      std::count_if(fused_rows_.begin(), fused_rows_.end(), [](const auto& rows) { return !rows.empty(); }));
 }
 
 void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const TensorView& block, std::int64_t first_row) {
@@ -120,7 +130,7 @@ void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const Tenso
   const StageOutput& declared = graph_.stages[stage].outputs[output];
   if (results_only_ && !is_result(declared.quantity)) return;
   const Dims want = declared_dims(stage, output);
-  const std::int64_t cols = want.size() == 4 ? want[3] : 1, total_rows = numel_of(want) / std::max<std::int64_t>(cols, 1);
+  const std::int64_t cols = row_width(want), total_rows = row_count(want);
   const std::int64_t rows = block.dims.empty() ? 0 : block.dims[0];
   const Dims block_want = want.size() == 4 ? Dims{rows, cols} : Dims{rows};
   if (!in_blocks_[index]) {  // the first block
@@ -156,11 +166,7 @@ void CaptureTap::capture_rows(std::size_t stage, std::size_t output, const Tenso
       merge_flags(c.flags, host_flags(block), base);
     }
   }
-  if (copy_) {
-    const HostTensor rows_copy = copy_to_host(block, stream_);
-    std::memcpy(static_cast<std::uint8_t*>(c.tensor.data()) + base * dtype_size(block.dtype), rows_copy.data(),
-                rows_copy.nbytes());
-  }
+  if (copy_) copy_storage(block, static_cast<std::uint8_t*>(c.tensor.data()) + base * dtype_size(block.dtype), stream_);
 }
 
 void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView& view) {
@@ -242,10 +248,9 @@ void CaptureTap::finish() {
       continue;
     }
     // Blocks (no two overlap): first indices are logical already (dense rows at their base).
-    const std::int64_t cols = c.view.dims.size() == 4 ? c.view.dims[3] : 1;
-    const std::int64_t total_rows = c.view.numel() / std::max<std::int64_t>(cols, 1);
     std::int64_t captured_rows = 0;
     for (const RowBlock& b : blocks_[i]) captured_rows += b.rows;
+    const std::int64_t total_rows = row_count(c.view.dims);
     if (captured_rows != total_rows) {
       c.problem = "captured " + std::to_string(captured_rows) + " rows in blocks of " + std::to_string(total_rows);
     } else if (c.flags_of_extent) {
