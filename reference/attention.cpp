@@ -55,18 +55,24 @@ ChainArithmetic nominal_arithmetic(DType io) {
   return a;
 }
 
-FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a) {
+FullReference full_reference(const HeadEvaluator& ev, const ChainArithmetic& a) {
+  const HeadInputs& in = ev.inputs();
   FullReference r;
-  r.scores = eval_qk(in, 0, in.k.rows(), a.qk);
-  r.softmax = eval_softmax(r.scores, a.softmax);
-  r.out = eval_pv(r.softmax.p, in.v, nullptr, a.pv);
-  r.lse = eval_lse(r.softmax.max, r.softmax.sum, a.lse);
+  r.scores = ev.qk(0, in.k.rows(), a.qk);
+  r.softmax = ev.softmax(r.scores, a.softmax);
+  r.out = ev.pv(r.softmax.p, 0, in.v.rows(), nullptr, a.pv);
+  r.lse = ev.lse(r.softmax.max, r.softmax.sum, a.lse);
   return r;
 }
 
-BlockedReference blocked_reference(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
+FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a) {
+  return full_reference(*host_evaluator(in), a);
+}
+
+BlockedReference blocked_reference(const HeadEvaluator& ev, std::int64_t col_begin, std::int64_t col_end,
                                    std::int64_t tile_width, const ChainArithmetic& a) {
   if (tile_width < 1) throw Error("tile width must be at least 1");
+  const HeadInputs& in = ev.inputs();
   const Eigen::Index rows = in.q.rows();
   BlockedReference r;
   Bounded max = constant_rows(rows, -kInf);
@@ -76,18 +82,23 @@ BlockedReference blocked_reference(const HeadInputs& in, std::int64_t col_begin,
     TileReference t;
     t.col_begin = begin;
     t.col_end = std::min(col_end, begin + tile_width);
-    t.scores = eval_qk(in, t.col_begin, t.col_end, a.qk);
-    t.softmax = eval_online_softmax(t.scores, max, sum, a.softmax);
-    t.rescaled = eval_rescale(acc, max, t.softmax.max, a.rescale);
-    t.acc = eval_pv(t.softmax.p_tilde, in.v.middleRows(t.col_begin, t.col_end - t.col_begin), &t.rescaled, a.pv);
+    t.scores = ev.qk(t.col_begin, t.col_end, a.qk);
+    t.softmax = ev.online_softmax(t.scores, max, sum, a.softmax);
+    t.rescaled = ev.rescale(acc, max, t.softmax.max, a.rescale);
+    t.acc = ev.pv(t.softmax.p_tilde, t.col_begin, t.col_end, &t.rescaled, a.pv);
     max = t.softmax.max;
     sum = t.softmax.sum;
     acc = t.acc;
     r.tiles.push_back(std::move(t));
   }
-  r.out = eval_normalize(acc, sum, a.normalize);
-  r.lse = eval_lse(max, sum, a.lse);
+  r.out = ev.normalize(acc, sum, a.normalize);
+  r.lse = ev.lse(max, sum, a.lse);
   return r;
+}
+
+BlockedReference blocked_reference(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
+                                   std::int64_t tile_width, const ChainArithmetic& a) {
+  return blocked_reference(*host_evaluator(in), col_begin, col_end, tile_width, a);
 }
 
 KeyRange split_range(std::int64_t kv_len, std::int64_t num_splits, std::int64_t tile_width, std::int64_t t) {
@@ -98,20 +109,25 @@ KeyRange split_range(std::int64_t kv_len, std::int64_t num_splits, std::int64_t 
   return {begin, end};
 }
 
-SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, std::int64_t tile_width,
+SplitReference split_reference(const HeadEvaluator& ev, std::int64_t num_splits, std::int64_t tile_width,
                                const ChainArithmetic& a) {
   if (num_splits < 1) throw Error("split count must be at least 1");
   SplitReference r;
   std::vector<Bounded> outs, lses;
   for (std::int64_t t = 0; t < num_splits; ++t) {
-    KeyRange range = split_range(in.k.rows(), num_splits, tile_width, t);
-    r.splits.push_back(blocked_reference(in, range.begin, range.end, tile_width, a));
+    KeyRange range = split_range(ev.inputs().k.rows(), num_splits, tile_width, t);
+    r.splits.push_back(blocked_reference(ev, range.begin, range.end, tile_width, a));
     outs.push_back(r.splits.back().out);
     lses.push_back(r.splits.back().lse);
   }
-  r.out = eval_combine(outs, lses, a.combine);
-  r.lse = eval_combine_lse(lses, a.combine);
+  r.out = ev.combine(outs, lses, a.combine);
+  r.lse = ev.combine_lse(lses, a.combine);
   return r;
+}
+
+SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, std::int64_t tile_width,
+                               const ChainArithmetic& a) {
+  return split_reference(*host_evaluator(in), num_splits, tile_width, a);
 }
 
 double attention_flops(const Shape& s) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/problem.h"
+#include "reference/evaluator.h"
 #include "reference/stage_eval.h"
 
 namespace fc {
@@ -44,6 +45,9 @@ struct FullReference {
   Bounded out;
   Bounded lse;  // max + log(sum) of each row
 };
+// Each chain runs on `ev` (the host's or a GPU's evaluator of the head); the HeadInputs
+// overloads run on the host.
+FullReference full_reference(const HeadEvaluator& ev, const ChainArithmetic& a);
 FullReference full_reference(const HeadInputs& in, const ChainArithmetic& a);
 
 struct TileReference {
@@ -60,6 +64,8 @@ struct BlockedReference {
 };
 // Online softmax over keys [col_begin, col_end) in tiles of `tile_width`. An empty range
 // gives no tiles, output 0 and lse -inf.
+BlockedReference blocked_reference(const HeadEvaluator& ev, std::int64_t col_begin, std::int64_t col_end,
+                                   std::int64_t tile_width, const ChainArithmetic& a);
 BlockedReference blocked_reference(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
                                    std::int64_t tile_width, const ChainArithmetic& a);
 
@@ -74,6 +80,8 @@ struct SplitReference {
   Bounded out;
   Bounded lse;  // the combined row's log-sum-exp
 };
+SplitReference split_reference(const HeadEvaluator& ev, std::int64_t num_splits, std::int64_t tile_width,
+                               const ChainArithmetic& a);
 SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, std::int64_t tile_width,
                                const ChainArithmetic& a);
 

@@ -10,7 +10,8 @@
 // The end-to-end reference chains these from the exact inputs (zero input bounds); the
 // stage-local reference applies the same function to the kernel's own previous outputs
 // with zero input bounds, which isolates the stage's own error. docs/error-model.md has
-// the derivation of every term.
+// the derivation of every term; the element and row arithmetic is stage_math.h's, shared
+// with the GPU reference.
 //
 // Conventions (the kernels are judged against them):
 //   masked score            -inf
@@ -20,14 +21,13 @@
 
 #include "core/dtype.h"
 #include "reference/matrix.h"
+#include "reference/stage_math.h"
 
 namespace fc {
 
-// The one safety factor on rounding terms (docs/error-model.md, "The constant c").
-inline constexpr double kSafetyFactor = 2.0;
-// lambda of the tight bound: each of its probabilistic terms fails with probability at most
-// 2 exp(-lambda^2 / 2) = 3.9e-22 (docs/error-model.md, "The tight bound").
-inline constexpr double kTightLambda = 10.0;
+// The one safety factor on rounding terms and lambda of the tight bound (stage_math.h).
+inline constexpr double kSafetyFactor = stage_math::kSafetyFactor;
+inline constexpr double kTightLambda = stage_math::kTightLambda;
 
 // How a stage computes. Accumulation is fp32 in every kernel of this project; a captured
 // output (`check --arithmetic`) may declare an fp16 accumulator for its matmuls.

@@ -75,6 +75,7 @@ struct CaseResult {
   CaseDescription description;
   std::string algorithm;
   std::string coverage;  // which rows were compared, when not every row (--rows)
+  std::string reference_device;  // where the FP64 reference ran: "cpu" or "gpu" (empty: not judged)
   Verdict verdict = Verdict::pass;
   std::string reason;  // for error and skipped
   std::vector<OutputResult> outputs;

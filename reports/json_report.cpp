@@ -147,6 +147,7 @@ Json case_json(const CaseResult& c) {
   j["case"] = case_description_json(c.description);
   j["algorithm"] = c.algorithm;
   j["coverage"] = c.coverage.empty() ? std::string("every row") : c.coverage;
+  if (!c.reference_device.empty()) j["reference_device"] = c.reference_device;
   j["verdict"] = verdict_name(c.verdict);
   j["reason"] = c.reason;
   j["seconds"] = json_number(c.seconds);

@@ -110,6 +110,16 @@ void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& 
       ->group("Output");
 }
 
+// --reference cpu|gpu|auto: where the FP64 reference runs.
+void add_reference_option(CLI::App& app, JudgeOptions& judge) {
+  app.add_option_function<std::string>(
+         "--reference", [&judge](const std::string& v) { judge.reference = parse_reference_device(v); },
+         "where the FP64 reference runs: cpu (Eigen), gpu (cuBLAS DGEMM and the same stage arithmetic on the "
+         "device) or auto (default: the GPU when the implementation runs on one)")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
+      ->group("Judging");
+}
+
 // --bound tight|worst-case: which bound decides the verdict (docs/error-model.md).
 void add_bound_option(CLI::App& app, JudgeOptions& judge) {
   app.add_option_function<std::string>(
@@ -144,6 +154,7 @@ int run_cli(int argc, char** argv) {
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
   add_bound_option(app, trace.judge);
+  add_reference_option(app, trace.judge);
   app.add_option_function<std::string>(
          "--rows", [&trace](const std::string& v) { trace.judge.rows = parse_rows(v); },
          "query rows compared: all (default), N a head (first and last, block and tile boundaries, rows where "
@@ -194,6 +205,7 @@ int run_cli(int argc, char** argv) {
   replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required();
   add_report_options(*replay_cmd, replay.reports, "snapshot");
   add_bound_option(*replay_cmd, replay.judge);
+  add_reference_option(*replay_cmd, replay.judge);
   add_quiet_flag(*replay_cmd, replay.quiet);
 
   DiffCommand diff;
@@ -234,6 +246,7 @@ int run_cli(int argc, char** argv) {
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
   add_report_options(*triage_cmd, triage.reports, "implementation");
   add_bound_option(*triage_cmd, triage.judge);
+  add_reference_option(*triage_cmd, triage.judge);
   add_quiet_flag(*triage_cmd, triage.quiet);
 
   FixturesCommand fixtures;

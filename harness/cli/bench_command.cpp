@@ -1,5 +1,6 @@
 // flashcore-check bench: every figure as a ratio to a baseline measured in the same run.
 //   reference  FP64 reference GFLOP/s  vs  Eigen FP64 GEMM GFLOP/s on this CPU
+//   gpu reference  the same on the GPU (--reference gpu)  vs  cuBLAS DGEMM GFLOP/s on the device
 //   flags      flag-kernel bytes/s     vs  device-to-device copy (bytes read + written)/s
 //   trace      traced run (flags on every stage, no host copies)  vs  the untraced run
 //   impls      TFLOP/s (4 B H Sq Sk D / time); scripts/gpu-check sets them beside PyTorch SDPA
@@ -30,6 +31,8 @@
 #include "kernels/common/device_inputs.h"
 #include "kernels/implementation.h"
 #include "reference/attention.h"
+#include "reference/gpu/transfer.h"
+#include "reference/gpu/gpu_evaluator.h"
 #include "reports/progress.h"
 #include "stages/device_info.h"
 #include "stages/device_kernels.h"
@@ -75,6 +78,41 @@ std::vector<Line> bench_reference(bool quick) {
   std::printf("reference  %s, %d threads: %.1f GFLOP/s (with bounds); FP64 GEMM %dx%dx%d per thread: %.1f GFLOP/s\n",
               s.to_string().c_str(), threads, reference_gflops, n, n, n, gemm_gflops);
   return {{"reference " + s.to_string(), reference_gflops, "GFLOP/s", gemm_gflops, "fp64 GEMM"}};
+}
+
+// Every head's full chain with both bounds through the GPU evaluator judging uses (heads in
+// parallel, a stream per thread), beside one large cuBLAS DGEMM on the same device.
+std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
+  CaseSpec spec;
+  spec.shape = quick ? Shape{1, 4, 512, 512, 64} : Shape{1, 16, 4096, 4096, 64};
+  spec.dist = "uniform";
+  const AttentionInputs in = generate_inputs(spec);
+  const ChainArithmetic a = nominal_arithmetic(in.problem.dtype);
+  const Shape& s = in.problem.shape;
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const auto chains = [&] {
+    parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
+      const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads);
+      const FullReference r = full_reference(*gpu->for_head(head), a);
+      if (!r.out.value.allFinite()) throw Error("GPU reference benchmark produced a non-finite output");
+    });
+  };
+  chains();  // warm-up: streams, cuBLAS handles, the memory pool
+  auto t = std::chrono::steady_clock::now();
+  chains();
+  const double reference_gflops = attention_flops(s) / seconds_since(t) / 1e9;
+
+  const std::int64_t n = quick ? 1024 : 8192;
+  const gpu::DeviceMatrix x = gpu::upload(MatrixR::Random(n, n), stream), y = gpu::upload(MatrixR::Random(n, n), stream);
+  gpu::DeviceMatrix z(n, n, stream);
+  const gpu::CublasHandle cublas(stream);
+  const double ms = median_ms(1, 5, stream, [&] { gpu::gemm(cublas, 1, gpu::whole(x), gpu::whole(y), 0, z); });
+  const double dgemm_gflops = 2.0 * static_cast<double>(n) * n * n / ms / 1e6;
+  std::printf("gpu reference  %s: %.1f GFLOP/s (with bounds, heads on %d threads); cuBLAS DGEMM %lldx%lldx%lld: "
+              "%.1f GFLOP/s\n",
+              s.to_string().c_str(), reference_gflops, omp_get_max_threads(), static_cast<long long>(n),
+              static_cast<long long>(n), static_cast<long long>(n), dgemm_gflops);
+  return {{"gpu reference " + s.to_string(), reference_gflops, "GFLOP/s", dgemm_gflops, "cuBLAS DGEMM"}};
 }
 
 std::vector<Line> bench_flags(bool quick, cudaStream_t stream) {
@@ -273,7 +311,7 @@ int run_bench(const BenchCommand& command) {
   }
   // The reference, the flag kernel, the judging, then every implementation on every shape and mask.
   const std::int64_t timed = static_cast<std::int64_t>(shapes.size() * masks.size() * impls.size());
-  Progress progress("bench", 1 + (device.available ? 1 + static_cast<std::int64_t>(to_judge.size()) + timed : 0));
+  Progress progress("bench", 1 + (device.available ? 2 + static_cast<std::int64_t>(to_judge.size()) + timed : 0));
   std::vector<Line> lines = bench_reference(command.quick);
   progress.advance();
   if (!device.available) {
@@ -283,6 +321,8 @@ int run_bench(const BenchCommand& command) {
     return kExitPass;
   }
   CudaStream stream;
+  for (const Line& l : bench_gpu_reference(command.quick, stream.get())) lines.push_back(l);
+  progress.advance();
   for (const Line& l : bench_flags(command.quick, stream.get())) lines.push_back(l);
   progress.advance();
   bool judged_ok = true;

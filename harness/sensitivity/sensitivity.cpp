@@ -113,7 +113,8 @@ Trial judge_stage(const StageGraph& g, const Problem& problem, const Stage& st, 
     for (HeadState& head : heads) {
       if (head.kernel.count(key) == 0) continue;
       const HeadSpot spot{head.b, head.h, offset, is_row_quantity(out.quantity)};
-      const OutputComparison c = compare_output(head.in, problem, g, head.clean, head.kernel, st, out, spot, judged_by);
+      const OutputComparison c =
+          compare_output(*host_evaluator(head.in), problem, g, head.clean, head.kernel, st, out, spot, judged_by);
       if (!local) {
         local = c.local;
         e2e = c.end_to_end;

@@ -31,7 +31,7 @@ struct OutputComparison {
   Metrics end_to_end, local;
   Bounded end_to_end_reference, local_reference;
 };
-OutputComparison compare_output(const HeadInputs& in, const Problem& problem, const StageGraph& graph,
+OutputComparison compare_output(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
                                 const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
                                 const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by);
 
@@ -41,12 +41,14 @@ OutputComparison compare_output(const HeadInputs& in, const Problem& problem, co
 // (kRowBlockElements, reference/attention.h). `only_reference`: compare that captured output
 // alone and keep its references and the bound that decides (attribution needs the failing
 // one's; six FP64 tensors of every output would be the largest thing a long-context run
-// holds); the other results are then not compared.
+// holds); the other results are then not compared. `source` evaluates the references: on
+// the host, or on a GPU (reference/gpu/).
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
                                            BoundChoice judged_by = BoundChoice::tight,
                                            const RowSample* sample = nullptr,
                                            std::int64_t block_elements = kRowBlockElements,
-                                           std::optional<std::size_t> only_reference = std::nullopt);
+                                           std::optional<std::size_t> only_reference = std::nullopt,
+                                           const EvaluatorSource& source = host_evaluators());
 
 }  // namespace fc

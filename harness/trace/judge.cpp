@@ -5,6 +5,8 @@
 #include "core/error.h"
 #include "harness/trace/attribute.h"
 #include "harness/trace/repeatability.h"
+#include "reference/gpu/gpu_evaluator.h"
+#include "stages/device_memory.h"
 
 namespace fc {
 
@@ -20,6 +22,13 @@ CaseDescription describe_case(const AttentionInputs& inputs, const std::string& 
   d.seed = seed;
   d.scale = inputs.problem.scale;
   return d;
+}
+
+ReferenceDevice parse_reference_device(const std::string& text) {
+  if (text == "cpu") return ReferenceDevice::cpu;
+  if (text == "gpu") return ReferenceDevice::gpu;
+  if (text == "auto") return ReferenceDevice::automatic;
+  throw Error("--reference '" + text + "': expected cpu, gpu or auto");
 }
 
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
@@ -38,17 +47,23 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   std::vector<OutputReferences>& refs = references ? *references : own;
   const RowSample sample = sample_rows(inputs.problem, run.graph, options.rows);
   result.coverage = sample.all ? "" : sample.coverage;
+  const std::unique_ptr<EvaluatorSource> gpu =
+      options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
+  const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
+  result.reference_device = evaluators.device();
   if (references) {
-    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample);
+    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, kRowBlockElements, std::nullopt,
+                                      evaluators);
     result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
   } else {
     // References are held only where a hypothesis reads them: the failing output's, computed
     // again when asked for (a clean run holds no FP64 tensor of a whole output at all).
-    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample);
+    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, kRowBlockElements,
+                                      std::nullopt, evaluators);
     std::optional<std::size_t> computed;
     const ReferenceSource source = [&](std::size_t i) -> const std::vector<OutputReferences>& {
       if (computed != i) {
-        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, kRowBlockElements, i);
+        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, kRowBlockElements, i, evaluators);
         computed = i;
       }
       return refs;
@@ -74,7 +89,11 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
   if (options.production && impl.has_production_build() && j.run.error.empty()) {
     j.run.production = run_production(impl, inputs, device, j.run.graph);
   }
-  j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, options);
+  JudgeOptions resolved = options;
+  if (resolved.reference == ReferenceDevice::automatic) {
+    resolved.reference = impl.on_gpu() && cuda_device_available() ? ReferenceDevice::gpu : ReferenceDevice::cpu;
+  }
+  j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, resolved);
   if (j.result.divergence && j.result.divergence->cause == "unknown") {
     test_repeatability(impl, inputs, device, j.run, *j.result.divergence);
   }

@@ -10,15 +10,22 @@ namespace fc {
 CaseDescription describe_case(const AttentionInputs& inputs, const std::string& label, const std::string& mask,
                               const std::string& dist, std::optional<std::uint64_t> seed);
 
+// Where the FP64 reference is computed (--reference): on the host (Eigen), on the GPU, or
+// automatically on the GPU when the implementation runs on one.
+enum class ReferenceDevice : std::uint8_t { cpu, gpu, automatic };
+ReferenceDevice parse_reference_device(const std::string& text);
+
 // How a case is judged: which bound decides (the tight one by default), and whether the
 // production build runs too (after the trace build, on the same inputs, in fresh buffers).
 struct JudgeOptions {
   BoundChoice judged_by = BoundChoice::tight;
   bool production = true;
   RowSpec rows;  // which query rows are compared (--rows); every row by default
+  ReferenceDevice reference = ReferenceDevice::automatic;
 };
 
-// Comparison and attribution of a finished run (live, or read from a snapshot).
+// Comparison and attribution of a finished run (live, or read from a snapshot). `automatic`
+// means the host here: a run read back is judged where it is replayed.
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
                      const TraceRun& run, std::vector<OutputReferences>* references = nullptr,
                      const JudgeOptions& options = {});

@@ -31,11 +31,15 @@ bool QuantityKey::operator<(const QuantityKey& o) const {
 QuantityKey key_of(const Stage& stage, const StageOutput& output) { return {output.quantity, stage.split, stage.tile}; }
 
 QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const StageGraph& graph) {
+  return end_to_end_reference(*host_evaluator(in), shape, graph);
+}
+
+QuantityMap end_to_end_reference(const HeadEvaluator& ev, const Shape& shape, const StageGraph& graph) {
   QuantityMap map;
   const ChainArithmetic& a = graph.arithmetic;
   switch (graph.algorithm.kind) {
     case Algorithm::Kind::full: {
-      const FullReference f = full_reference(in, a);
+      const FullReference f = full_reference(ev, a);
       map[{Quantity::scores}] = f.scores;
       map[{Quantity::probs}] = f.softmax.p;
       map[{Quantity::row_max}] = f.softmax.max;
@@ -45,14 +49,14 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
       break;
     }
     case Algorithm::Kind::blocked: {
-      const BlockedReference b = blocked_reference(in, 0, shape.kv_len, graph.algorithm.tile_width, a);
+      const BlockedReference b = blocked_reference(ev, 0, shape.kv_len, graph.algorithm.tile_width, a);
       add_tiles(map, b, -1);
       map[{Quantity::output}] = b.out;
       map[{Quantity::lse}] = b.lse;
       break;
     }
     case Algorithm::Kind::split: {
-      const SplitReference s = split_reference(in, graph.algorithm.splits, graph.algorithm.tile_width, a);
+      const SplitReference s = split_reference(ev, graph.algorithm.splits, graph.algorithm.tile_width, a);
       std::vector<Bounded> lses;
       for (std::size_t t = 0; t < s.splits.size(); ++t) {
         const int split = static_cast<int>(t);
@@ -69,9 +73,9 @@ QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const
   return map;
 }
 
-LocalReference::LocalReference(const HeadInputs& in, const Shape& shape, const StageGraph& graph,
+LocalReference::LocalReference(const HeadEvaluator& ev, const Shape& shape, const StageGraph& graph,
                                const QuantityMap& end_to_end, const QuantityMap& kernel, std::int64_t keys)
-    : in_(in), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel), keys_(keys) {}
+    : ev_(ev), in_(ev.inputs()), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel), keys_(keys) {}
 
 Bounded LocalReference::input(Quantity q, int split, int tile) const {
   const QuantityKey key{q, split, tile};
@@ -90,9 +94,10 @@ int LocalReference::last_tile(int split) const {
   return static_cast<int>(tile_count(range.begin, std::min(range.end, keys_), graph_.algorithm.tile_width)) - 1;
 }
 
-MatrixR LocalReference::value_rows(int split, int tile) const {
+// p v over the value rows of the keys of (split, tile) (+ acc).
+Bounded LocalReference::pv(const Bounded& p, int split, int tile, const Bounded* acc) const {
   const KeyRange cols = tile_columns(shape_, graph_.algorithm, split, tile);
-  return in_.v.middleRows(cols.begin, cols.end - cols.begin);
+  return ev_.pv(p, cols.begin, cols.end, acc, graph_.arithmetic.pv);
 }
 
 // The accumulator a tile's p~ v is added to: captured after the rescale stage if the kernel
@@ -101,8 +106,8 @@ Bounded LocalReference::rescaled_input(int split, int tile) const {
   const QuantityKey key{Quantity::rescaled_acc, split, tile};
   if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
   if (tile == 0) return Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32);
-  return eval_rescale(input(Quantity::acc, split, tile - 1), input(Quantity::row_max, split, tile - 1),
-                      input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
+  return ev_.rescale(input(Quantity::acc, split, tile - 1), input(Quantity::row_max, split, tile - 1),
+                     input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
 }
 
 Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) const {
@@ -113,17 +118,17 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
     case Quantity::scores:
       return e2e_.at({Quantity::scores, split, tile});
     case Quantity::probs:
-      return eval_softmax(input(Quantity::scores, split, -1), a.softmax).p;
+      return ev_.softmax(input(Quantity::scores, split, -1), a.softmax).p;
     case Quantity::p_tilde:
     case Quantity::row_max:
     case Quantity::row_sum: {
       if (tile < 0) {  // whole-row softmax
-        const SoftmaxResult r = eval_softmax(input(Quantity::scores, split, -1), a.softmax);
+        const SoftmaxResult r = ev_.softmax(input(Quantity::scores, split, -1), a.softmax);
         return output.quantity == Quantity::row_max ? r.max : r.sum;
       }
       const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
       const Bounded prev_sum = tile == 0 ? initial_rows(0) : input(Quantity::row_sum, split, tile - 1);
-      const OnlineSoftmaxResult r = eval_online_softmax(input(Quantity::scores, split, tile), prev_max, prev_sum, a.softmax);
+      const OnlineSoftmaxResult r = ev_.online_softmax(input(Quantity::scores, split, tile), prev_max, prev_sum, a.softmax);
       if (output.quantity == Quantity::p_tilde) return r.p_tilde;
       return output.quantity == Quantity::row_max ? r.max : r.sum;
     }
@@ -131,32 +136,32 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
       const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32)
                                     : input(Quantity::acc, split, tile - 1);
       const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
-      return eval_rescale(acc, prev_max, input(Quantity::row_max, split, tile), a.rescale);
+      return ev_.rescale(acc, prev_max, input(Quantity::row_max, split, tile), a.rescale);
     }
     case Quantity::acc: {
       const Bounded rescaled = rescaled_input(split, tile);
-      return eval_pv(input(Quantity::p_tilde, split, tile), value_rows(split, tile), &rescaled, a.pv);
+      return pv(input(Quantity::p_tilde, split, tile), split, tile, &rescaled);
     }
     case Quantity::partial_output:
     case Quantity::partial_lse: {
       const int last = last_tile(split);
       if (last < 0) return e2e_.at({output.quantity, split, -1});  // an empty split
       const Bounded sum = input(Quantity::row_sum, split, last);
-      if (output.quantity == Quantity::partial_lse) return eval_lse(input(Quantity::row_max, split, last), sum, a.lse);
-      return eval_normalize(input(Quantity::acc, split, last), sum, a.normalize);
+      if (output.quantity == Quantity::partial_lse) return ev_.lse(input(Quantity::row_max, split, last), sum, a.lse);
+      return ev_.normalize(input(Quantity::acc, split, last), sum, a.normalize);
     }
     case Quantity::lse: {
       switch (graph_.algorithm.kind) {
-        case Algorithm::Kind::full: return eval_lse(input(Quantity::row_max, -1, -1), input(Quantity::row_sum, -1, -1), a.lse);
+        case Algorithm::Kind::full: return ev_.lse(input(Quantity::row_max, -1, -1), input(Quantity::row_sum, -1, -1), a.lse);
         case Algorithm::Kind::blocked: {
           const int last = last_tile(-1);
           if (last < 0) return e2e_.at({Quantity::lse});  // a sequence with no key
-          return eval_lse(input(Quantity::row_max, -1, last), input(Quantity::row_sum, -1, last), a.lse);
+          return ev_.lse(input(Quantity::row_max, -1, last), input(Quantity::row_sum, -1, last), a.lse);
         }
         case Algorithm::Kind::split: {
           std::vector<Bounded> lses;
           for (int t = 0; t < graph_.algorithm.splits; ++t) lses.push_back(input(Quantity::partial_lse, t, -1));
-          return eval_combine_lse(lses, a.combine);
+          return ev_.combine_lse(lses, a.combine);
         }
       }
       break;
@@ -164,11 +169,11 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
     case Quantity::output: {
       switch (graph_.algorithm.kind) {
         case Algorithm::Kind::full:
-          return eval_pv(input(Quantity::probs, -1, -1), in_.v, nullptr, a.pv);
+          return ev_.pv(input(Quantity::probs, -1, -1), 0, in_.v.rows(), nullptr, a.pv);
         case Algorithm::Kind::blocked: {
           const int last = last_tile(-1);
           if (last < 0) return e2e_.at({Quantity::output});  // a sequence with no key
-          return eval_normalize(input(Quantity::acc, -1, last), input(Quantity::row_sum, -1, last), a.normalize);
+          return ev_.normalize(input(Quantity::acc, -1, last), input(Quantity::row_sum, -1, last), a.normalize);
         }
         case Algorithm::Kind::split: {
           std::vector<Bounded> outs, lses;
@@ -176,7 +181,7 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
             outs.push_back(input(Quantity::partial_output, t, -1));
             lses.push_back(input(Quantity::partial_lse, t, -1));
           }
-          return eval_combine(outs, lses, a.combine);
+          return ev_.combine(outs, lses, a.combine);
         }
       }
     }

@@ -24,7 +24,9 @@ QuantityKey key_of(const Stage& stage, const StageOutput& output);
 
 using QuantityMap = std::map<QuantityKey, Bounded>;
 
-// Every quantity of the graph's algorithm, end to end.
+// Every quantity of the graph's algorithm, end to end, evaluated by `ev` (on the host for
+// the HeadInputs overload).
+QuantityMap end_to_end_reference(const HeadEvaluator& ev, const Shape& shape, const StageGraph& graph);
 QuantityMap end_to_end_reference(const HeadInputs& in, const Shape& shape, const StageGraph& graph);
 
 class LocalReference {
@@ -32,7 +34,8 @@ class LocalReference {
   // `kernel` holds the captured outputs of this head, exact, in their stored formats.
   // `keys`: the keys of the head's sequence (varlen: fewer than Shape's), so that a final
   // stage reads the last tile that exists.
-  LocalReference(const HeadInputs& in, const Shape& shape, const StageGraph& graph, const QuantityMap& end_to_end,
+  // The stage functions run on `ev` (the host's or a GPU's evaluator of the head).
+  LocalReference(const HeadEvaluator& ev, const Shape& shape, const StageGraph& graph, const QuantityMap& end_to_end,
                  const QuantityMap& kernel, std::int64_t keys);
   Bounded evaluate(const Stage& stage, const StageOutput& output) const;
 
@@ -41,8 +44,9 @@ class LocalReference {
   Bounded rescaled_input(int split, int tile) const;
   Bounded initial_rows(double value) const;
   int last_tile(int split) const;
-  MatrixR value_rows(int split, int tile) const;
+  Bounded pv(const Bounded& p, int split, int tile, const Bounded* acc) const;
 
+  const HeadEvaluator& ev_;
   const HeadInputs& in_;
   const Shape& shape_;
   const StageGraph& graph_;

@@ -1,0 +1,60 @@
+#include "reference/evaluator.h"
+
+namespace fc {
+namespace {
+
+class HostEvaluator final : public HeadEvaluator {
+ public:
+  explicit HostEvaluator(const HeadInputs& in) : in_(in) {}
+  const HeadInputs& inputs() const override { return in_; }
+
+  Bounded qk(std::int64_t col_begin, std::int64_t col_end, const Arithmetic& a) const override {
+    return eval_qk(in_, col_begin, col_end, a);
+  }
+  SoftmaxResult softmax(const Bounded& scores, const Arithmetic& a) const override { return eval_softmax(scores, a); }
+  OnlineSoftmaxResult online_softmax(const Bounded& scores_tile, const Bounded& prev_max, const Bounded& prev_sum,
+                                     const Arithmetic& a) const override {
+    return eval_online_softmax(scores_tile, prev_max, prev_sum, a);
+  }
+  Bounded rescale(const Bounded& acc, const Bounded& prev_max, const Bounded& new_max,
+                  const Arithmetic& a) const override {
+    return eval_rescale(acc, prev_max, new_max, a);
+  }
+  Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
+             const Arithmetic& a) const override {
+    return eval_pv(p, in_.v.middleRows(key_begin, key_end - key_begin), acc, a);
+  }
+  Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const override {
+    return eval_normalize(acc, sum, a);
+  }
+  Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const override {
+    return eval_lse(max, sum, a);
+  }
+  Bounded combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
+                  const Arithmetic& a) const override {
+    return eval_combine(outs, lses, a);
+  }
+  Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const override {
+    return eval_combine_lse(lses, a);
+  }
+
+ private:
+  const HeadInputs& in_;
+};
+
+class HostEvaluators final : public EvaluatorSource {
+ public:
+  std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const override { return host_evaluator(in); }
+  const char* device() const override { return "cpu"; }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadEvaluator> host_evaluator(const HeadInputs& in) { return std::make_unique<HostEvaluator>(in); }
+
+const EvaluatorSource& host_evaluators() {
+  static const HostEvaluators source;
+  return source;
+}
+
+}  // namespace fc

@@ -1,0 +1,48 @@
+#pragma once
+// The stage evaluation functions (stage_eval.h) of one head's inputs, run where the reference
+// runs: on the host with Eigen, or on a GPU (reference/gpu/). The chains (attention.h) and the
+// stage-local references call them through this interface, so the choice of device changes
+// where the FP64 arithmetic happens, never what it computes (stage_math.h is shared).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "reference/stage_eval.h"
+
+namespace fc {
+
+class HeadEvaluator {
+ public:
+  virtual ~HeadEvaluator() = default;
+  virtual const HeadInputs& inputs() const = 0;
+
+  virtual Bounded qk(std::int64_t col_begin, std::int64_t col_end, const Arithmetic& a) const = 0;
+  virtual SoftmaxResult softmax(const Bounded& scores, const Arithmetic& a) const = 0;
+  virtual OnlineSoftmaxResult online_softmax(const Bounded& scores_tile, const Bounded& prev_max,
+                                             const Bounded& prev_sum, const Arithmetic& a) const = 0;
+  virtual Bounded rescale(const Bounded& acc, const Bounded& prev_max, const Bounded& new_max,
+                          const Arithmetic& a) const = 0;
+  // p v over the value rows of keys [key_begin, key_end) (+ acc).
+  virtual Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
+                     const Arithmetic& a) const = 0;
+  virtual Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const = 0;
+  virtual Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const = 0;
+  virtual Bounded combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
+                          const Arithmetic& a) const = 0;
+  virtual Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const = 0;
+};
+
+// Makes the evaluator of each head (or block of rows); safe to call from several threads.
+class EvaluatorSource {
+ public:
+  virtual ~EvaluatorSource() = default;
+  // `in` must outlive the evaluator.
+  virtual std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const = 0;
+  virtual const char* device() const = 0;  // "cpu", "gpu"
+};
+
+// The Eigen evaluator of stage_eval.h.
+std::unique_ptr<HeadEvaluator> host_evaluator(const HeadInputs& in);
+const EvaluatorSource& host_evaluators();
+
+}  // namespace fc

@@ -1,0 +1,277 @@
+#include "reference/gpu/gpu_evaluator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/check.h"
+#include "reference/gpu/device_matrix.h"
+#include "reference/gpu/stage_kernels.h"
+#include "reference/gpu/transfer.h"
+#include "reference/stage_terms.h"
+#include "stages/device_memory.h"
+
+namespace fc {
+namespace {
+
+using gpu::DeviceBounded;
+using gpu::DeviceMatrix;
+
+// Keys summed per GEMM when the largest partial sum of P.V is tracked: as eval_pv does.
+constexpr std::int64_t kPrefixBlock = 64;
+
+struct ThreadContext {
+  CudaStream stream;
+  gpu::CublasHandle cublas{stream.get()};
+};
+
+class GpuHeadEvaluator final : public HeadEvaluator {
+ public:
+  GpuHeadEvaluator(ThreadContext& ctx, const HeadInputs& in)
+      : ctx_(ctx),
+        s_(ctx.stream.get()),
+        in_(in),
+        q_(gpu::upload(in.q, s_)),
+        k_(gpu::upload(in.k, s_)),
+        v_(gpu::upload(in.v, s_)),
+        bias_(gpu::upload(in.bias, s_)) {}
+  ~GpuHeadEvaluator() override { cudaStreamSynchronize(s_); }
+
+  const HeadInputs& inputs() const override { return in_; }
+
+  Bounded qk(std::int64_t col_begin, std::int64_t col_end, const Arithmetic& a) const override {
+    const std::int64_t rows = q_.rows(), n = col_end - col_begin;
+    DeviceMatrix t(rows, n, s_), magnitude(rows, n, s_);
+    gpu::gemm(ctx_.cublas, in_.scale, gpu::whole(q_), gpu::transposed(gpu::rows_of(k_, col_begin, n)), 0, t);
+    const double floor = nominal_floor(a);
+    gpu::gemm(ctx_.cublas, in_.scale, gpu::whole(nominal(q_, floor)),
+              gpu::transposed(gpu::rows_of(nominal(k_, floor), col_begin, n)), 0, magnitude);
+    DeviceBounded out = gpu::allocate_bounded(rows, n, a.out, s_);
+    gpu::qk_elements(t, magnitude, bias_, col_begin, qk_terms(a, in_.q.cols(), in_.scale, in_.softcap), out, s_);
+    return gpu::download(out, s_);
+  }
+
+  SoftmaxResult softmax(const Bounded& scores, const Arithmetic& a) const override {
+    const DeviceBounded s = gpu::upload(scores, s_);
+    const std::int64_t rows = s.value.rows();
+    DeviceBounded p = gpu::allocate_bounded(rows, s.value.cols(), a.out, s_);
+    DeviceBounded max = gpu::allocate_bounded(rows, 1, scores.format, s_);
+    DeviceBounded sum = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    gpu::softmax_rows(s, p, max, sum, output_terms(a), s_);
+    return {gpu::download(p, s_), gpu::download(max, s_), gpu::download(sum, s_)};
+  }
+
+  OnlineSoftmaxResult online_softmax(const Bounded& scores_tile, const Bounded& prev_max, const Bounded& prev_sum,
+                                     const Arithmetic& a) const override {
+    require_rows(scores_tile, prev_max, "online softmax");
+    require_rows(scores_tile, prev_sum, "online softmax");
+    const DeviceBounded s = gpu::upload(scores_tile, s_), m = gpu::upload(prev_max, s_), l = gpu::upload(prev_sum, s_);
+    const std::int64_t rows = s.value.rows();
+    DeviceBounded p = gpu::allocate_bounded(rows, s.value.cols(), a.out, s_);
+    DeviceBounded max = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    DeviceBounded sum = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    DeviceBounded rescale = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    gpu::online_softmax_rows(s, m, l, p, max, sum, rescale, output_terms(a), s_);
+    return {gpu::download(p, s_), gpu::download(max, s_), gpu::download(sum, s_), gpu::download(rescale, s_)};
+  }
+
+  Bounded rescale(const Bounded& acc, const Bounded& prev_max, const Bounded& new_max,
+                  const Arithmetic& a) const override {
+    require_rows(acc, prev_max, "rescale");
+    require_rows(acc, new_max, "rescale");
+    const DeviceBounded x = gpu::upload(acc, s_), mp = gpu::upload(prev_max, s_), mn = gpu::upload(new_max, s_);
+    DeviceBounded out = gpu::allocate_bounded(x.value.rows(), x.value.cols(), a.out, s_);
+    gpu::rescale_rows(x, mp, mn, out, output_terms(a), s_);
+    return gpu::download(out, s_);
+  }
+
+  Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
+             const Arithmetic& a) const override;
+
+  Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const override {
+    require_rows(acc, sum, "normalize");
+    const DeviceBounded x = gpu::upload(acc, s_), l = gpu::upload(sum, s_);
+    DeviceBounded out = gpu::allocate_bounded(x.value.rows(), x.value.cols(), a.out, s_);
+    gpu::normalize_rows(x, l, out, output_terms(a), s_);
+    return gpu::download(out, s_);
+  }
+
+  Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const override {
+    require_rows(max, sum, "lse");
+    const DeviceBounded m = gpu::upload(max, s_), l = gpu::upload(sum, s_);
+    DeviceBounded out = gpu::allocate_bounded(m.value.rows(), 1, a.out, s_);
+    gpu::lse_rows(m, l, out, output_terms(a), s_);
+    return gpu::download(out, s_);
+  }
+
+  Bounded combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
+                  const Arithmetic& a) const override {
+    if (outs.empty() || outs.size() != lses.size()) throw Error("reference: combine needs one lse per partial");
+    std::vector<DeviceBounded> parts, weights;
+    for (std::size_t t = 0; t < outs.size(); ++t) {
+      parts.push_back(gpu::upload(outs[t], s_));
+      weights.push_back(gpu::upload(lses[t], s_));
+    }
+    DeviceBounded out = gpu::allocate_bounded(parts[0].value.rows(), parts[0].value.cols(), a.out, s_);
+    gpu::combine_rows(pointers(parts), pointers(weights), out, output_terms(a), s_);
+    return gpu::download(out, s_);
+  }
+
+  Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const override {
+    if (lses.empty()) throw Error("reference: combine needs at least one lse");
+    std::vector<DeviceBounded> weights;
+    for (const Bounded& l : lses) weights.push_back(gpu::upload(l, s_));
+    DeviceBounded out = gpu::allocate_bounded(weights[0].value.rows(), 1, a.out, s_);
+    gpu::combine_lse_rows(pointers(weights), out, output_terms(a), s_);
+    return gpu::download(out, s_);
+  }
+
+ private:
+  static void require_rows(const Bounded& a, const Bounded& b, const char* what) {
+    if (a.value.rows() != b.value.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
+  }
+  static std::vector<const DeviceBounded*> pointers(const std::vector<DeviceBounded>& v) {
+    std::vector<const DeviceBounded*> p;
+    for (const DeviceBounded& b : v) p.push_back(&b);
+    return p;
+  }
+
+  // |x| as the accumulation sees it (stage_terms.h, nominal_floor), kept per input and floor.
+  const DeviceMatrix& nominal(const DeviceMatrix& x, double floor) const {
+    DeviceMatrix& m = nominal_[{x.data(), floor}];
+    if (!m.data() && x.size() > 0) {
+      m = DeviceMatrix(x.rows(), x.cols(), s_);
+      gpu::nominal(x, floor, m, s_);
+    }
+    return m;
+  }
+  const DeviceMatrix& squared_values() const {
+    if (!v_squared_.data() && v_.size() > 0) {
+      v_squared_ = DeviceMatrix(v_.rows(), v_.cols(), s_);
+      gpu::square(v_, v_squared_, s_);
+    }
+    return v_squared_;
+  }
+
+  ThreadContext& ctx_;
+  cudaStream_t s_;
+  const HeadInputs& in_;
+  DeviceMatrix q_, k_, v_, bias_;
+  mutable std::map<std::pair<const double*, double>, DeviceMatrix> nominal_;
+  mutable DeviceMatrix v_squared_;
+};
+
+Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
+                             const Arithmetic& a) const {
+  const std::int64_t keys = key_end - key_begin;
+  if (p.value.cols() != keys) throw Error("reference: p and v disagree in key count");
+  const std::int64_t rows = p.value.rows(), cols = v_.cols();
+  const stage_math::PvTerms terms = pv_terms(a, p.format, keys);
+  const DeviceBounded dp = gpu::upload(p, s_);
+  const double floor = nominal_floor(a);
+  DeviceMatrix p_nominal(rows, keys, s_);
+  gpu::nominal(dp.value, floor, p_nominal, s_);
+  const DeviceMatrix& v_nominal = nominal(v_, floor);
+  const DeviceMatrix& v_abs = nominal(v_, 0);
+
+  // Block by block, as eval_pv: the value, sum nu|p| nu|v| (+|acc|) and the reach of every prefix.
+  DeviceBounded out;
+  out.format = a.out;
+  out.value = acc ? gpu::upload(acc->value, s_) : gpu::zeros(rows, cols, s_);
+  DeviceMatrix accumulated(rows, cols, s_);
+  gpu::nominal(out.value, 0, accumulated, s_);
+  DeviceMatrix reach = gpu::copy_of(accumulated, s_);
+  DeviceMatrix block(rows, cols, s_);
+  for (std::int64_t j = 0; j < keys; j += kPrefixBlock) {
+    const std::int64_t width = std::min(kPrefixBlock, keys - j);
+    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(p_nominal, j, width), gpu::rows_of(v_nominal, key_begin + j, width), 0,
+              block);
+    gpu::reach_step(out.value, block, reach, accumulated, s_);
+    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(dp.value, j, width), gpu::rows_of(v_, key_begin + j, width), 1, out.value);
+  }
+  gpu::reach_final(out.value, reach, s_);
+
+  const gpu::Operand v_rows_abs = gpu::rows_of(v_abs, key_begin, keys);
+  // sum |p||v| (+|acc|) as it is (without the tensor cores' nominal sizes).
+  DeviceMatrix magnitude;
+  if (a.tensor_cores) {
+    DeviceMatrix p_abs(rows, keys, s_);
+    gpu::nominal(dp.value, 0, p_abs, s_);
+    magnitude = DeviceMatrix(rows, cols, s_);
+    gpu::gemm(ctx_.cublas, 1, gpu::whole(p_abs), v_rows_abs, 0, magnitude);
+    if (acc) {
+      const DeviceMatrix acc_value = gpu::upload(acc->value, s_);
+      DeviceMatrix acc_abs(rows, cols, s_);
+      gpu::nominal(acc_value, 0, acc_abs, s_);
+      gpu::add(magnitude, acc_abs, s_);
+    }
+  }
+  DeviceMatrix propagated_worst(rows, cols, s_), propagated_tight(rows, cols, s_);
+  gpu::gemm(ctx_.cublas, 1, gpu::whole(dp.bound), v_rows_abs, 0, propagated_worst);
+  gpu::gemm(ctx_.cublas, 1, gpu::whole(dp.tight), v_rows_abs, 0, propagated_tight);
+  if (acc) {
+    gpu::add(propagated_worst, gpu::upload(acc->bound, s_), s_);
+    gpu::add(propagated_tight, gpu::upload(acc->tight, s_), s_);
+  }
+  DeviceMatrix squares;
+  if (terms.u_operand > 0) {
+    DeviceMatrix p_squared(rows, keys, s_);
+    gpu::square(dp.value, p_squared, s_);
+    squares = DeviceMatrix(rows, cols, s_);
+    gpu::gemm(ctx_.cublas, 1, gpu::whole(p_squared), gpu::rows_of(squared_values(), key_begin, keys), 0, squares);
+  }
+  // The per-column sums over the value rows are small: formed on the host from the same inputs.
+  const auto v_rows = in_.v.middleRows(key_begin, keys);
+  const DeviceMatrix operand_floor = gpu::upload(MatrixR(terms.eta_operand * v_rows.cwiseAbs().colwise().sum()), s_);
+  const DeviceMatrix v_norm =
+      gpu::upload(MatrixR(v_rows.cwiseAbs2().colwise().sum().cwiseSqrt()), s_);
+  out.bound = DeviceMatrix(rows, cols, s_);
+  out.tight = DeviceMatrix(rows, cols, s_);
+  const gpu::PvInputs inputs{&out.value,        &accumulated,     &reach,
+                             a.tensor_cores ? &magnitude : &accumulated,
+                             &propagated_worst, &propagated_tight, terms.u_operand > 0 ? &squares : nullptr,
+                             &operand_floor,    terms.u_operand > 0 ? &v_norm : nullptr};
+  gpu::pv_elements(inputs, terms, out, s_);
+  return gpu::download(out, s_);
+}
+
+class GpuEvaluators final : public EvaluatorSource {
+ public:
+  GpuEvaluators() {
+    std::string why;
+    if (!cuda_device_available(&why)) throw Error("--reference gpu: " + why);
+  }
+  ~GpuEvaluators() override {
+    contexts_.clear();
+    // Give the stream-ordered pool's memory back for the kernels judged next.
+    cudaMemPool_t pool = nullptr;
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+      cudaMemPoolTrimTo(pool, 0);
+    }
+  }
+
+  std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const override {
+    return std::make_unique<GpuHeadEvaluator>(context(), in);
+  }
+  const char* device() const override { return "gpu"; }
+
+ private:
+  ThreadContext& context() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<ThreadContext>& c = contexts_[std::this_thread::get_id()];
+    if (!c) c = std::make_unique<ThreadContext>();
+    return *c;
+  }
+
+  mutable std::mutex mutex_;
+  mutable std::map<std::thread::id, std::unique_ptr<ThreadContext>> contexts_;
+};
+
+}  // namespace
+
+std::unique_ptr<EvaluatorSource> gpu_evaluators() { return std::make_unique<GpuEvaluators>(); }
+
+}  // namespace fc

@@ -1,0 +1,318 @@
+#include "reference/gpu/stage_kernels.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace fc::gpu {
+namespace {
+
+using stage_math::RowIn;
+using stage_math::RowOut;
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = kThreads / 32;
+
+// A warp cooperating on one row (stage_math.h, Team): lane c handles columns c, c + 32, ...
+struct WarpTeam {
+  int lane;
+  __device__ int rank() const { return lane; }
+  __device__ int size() const { return 32; }
+  __device__ bool leader() const { return lane == 0; }
+  __device__ double sum(double x) const {
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+    return x;
+  }
+  __device__ double max(double x) const {
+    for (int offset = 16; offset > 0; offset /= 2) x = stage_math::larger(x, __shfl_xor_sync(0xffffffffu, x, offset));
+    return x;
+  }
+};
+
+// Base pointers of a bounded matrix; its row r for the shared math.
+struct BoundedIn {
+  const double *value, *bound, *tight;
+  std::int64_t cols;
+  __device__ RowIn row(std::int64_t r) const {
+    return {value + r * cols, {bound + r * cols, tight + r * cols}};
+  }
+};
+struct BoundedOut {
+  double *value, *bound, *tight;
+  std::int64_t cols;
+  __device__ RowOut row(std::int64_t r) const {
+    return {value + r * cols, {bound + r * cols, tight + r * cols}};
+  }
+};
+BoundedIn in(const DeviceBounded& b) { return {b.value.data(), b.bound.data(), b.tight.data(), b.value.cols()}; }
+BoundedOut out(DeviceBounded& b) { return {b.value.data(), b.bound.data(), b.tight.data(), b.value.cols()}; }
+
+unsigned element_blocks(std::int64_t n) {
+  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535 * 8));
+}
+unsigned row_blocks(std::int64_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+
+// The row this warp handles, or -1 past the last.
+__device__ std::int64_t warp_row(std::int64_t rows) {
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  return r < rows ? r : -1;
+}
+
+#define FC_GRID_STRIDE(i, n) \
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+
+__global__ void nominal_kernel(const double* x, std::int64_t n, double floor, double* out) {
+  FC_GRID_STRIDE(i, n) {
+    const double a = fabs(x[i]);
+    out[i] = floor > 0 && x[i] != 0 ? stage_math::larger(a, floor) : a;
+  }
+}
+
+__global__ void square_kernel(const double* x, std::int64_t n, double* out) {
+  FC_GRID_STRIDE(i, n) out[i] = x[i] * x[i];
+}
+
+__global__ void add_kernel(double* into, const double* x, std::int64_t n) {
+  FC_GRID_STRIDE(i, n) into[i] += x[i];
+}
+
+__global__ void reach_step_kernel(const double* value, const double* block, double* reach, double* accumulated,
+                                  std::int64_t n) {
+  FC_GRID_STRIDE(i, n) {
+    reach[i] = stage_math::larger(reach[i], fabs(value[i]) + block[i]);
+    accumulated[i] += block[i];
+  }
+}
+
+__global__ void reach_final_kernel(const double* value, double* reach, std::int64_t n) {
+  FC_GRID_STRIDE(i, n) reach[i] = stage_math::larger(reach[i], fabs(value[i]));
+}
+
+__global__ void qk_kernel(const double* t, const double* magnitude, const double* bias, std::int64_t bias_cols,
+                          std::int64_t col_begin, std::int64_t rows, std::int64_t cols, stage_math::QkTerms terms,
+                          BoundedOut o) {
+  FC_GRID_STRIDE(i, rows * cols) {
+    const std::int64_t r = i / cols, c = i % cols;
+    stage_math::qk_element(t[i], magnitude[i], bias[r * bias_cols + col_begin + c], terms, o.value + i, o.bound + i,
+                           o.tight + i);
+  }
+}
+
+__global__ void softmax_kernel(BoundedIn s, std::int64_t rows, BoundedOut p, BoundedOut max, BoundedOut sum,
+                               stage_math::OutputTerms terms) {
+  const std::int64_t r = warp_row(rows);
+  if (r < 0) return;
+  stage_math::softmax_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, s.cols, s.row(r), p.row(r), max.row(r),
+                          sum.row(r), terms);
+}
+
+__global__ void online_softmax_kernel(BoundedIn s, BoundedIn prev_max, BoundedIn prev_sum, std::int64_t rows,
+                                      BoundedOut p, BoundedOut max, BoundedOut sum, BoundedOut rescale,
+                                      stage_math::OutputTerms terms) {
+  const std::int64_t r = warp_row(rows);
+  if (r < 0) return;
+  stage_math::online_softmax_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, s.cols, s.row(r), prev_max.row(r),
+                                 prev_sum.row(r), p.row(r), max.row(r), sum.row(r), rescale.row(r), terms);
+}
+
+__global__ void rescale_kernel(BoundedIn acc, BoundedIn prev_max, BoundedIn new_max, std::int64_t rows, BoundedOut o,
+                               stage_math::OutputTerms terms) {
+  const std::int64_t r = warp_row(rows);
+  if (r < 0) return;
+  stage_math::rescale_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, acc.cols, acc.row(r), prev_max.row(r),
+                          new_max.row(r), o.row(r), terms);
+}
+
+struct PvPointers {
+  const double *value, *accumulated, *reach, *magnitude, *worst, *tight, *squares, *operand_floor, *v_norm;
+};
+
+__global__ void pv_kernel(PvPointers x, std::int64_t rows, std::int64_t cols, stage_math::PvTerms terms, double* bound,
+                          double* tight) {
+  FC_GRID_STRIDE(i, rows * cols) {
+    const std::int64_t c = i % cols;
+    const stage_math::PvElement e{x.value[i],
+                                  x.accumulated[i],
+                                  x.reach[i],
+                                  x.magnitude[i],
+                                  {x.worst[i], x.tight[i]},
+                                  x.squares ? x.squares[i] : 0.0,
+                                  x.operand_floor[c],
+                                  x.v_norm ? x.v_norm[c] : 0.0};
+    stage_math::pv_element(e, terms, bound + i, tight + i);
+  }
+}
+
+__global__ void normalize_kernel(BoundedIn acc, BoundedIn sum, std::int64_t rows, BoundedOut o,
+                                 stage_math::OutputTerms terms) {
+  const std::int64_t r = warp_row(rows);
+  if (r < 0) return;
+  stage_math::normalize_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, acc.cols, acc.row(r), sum.row(r), o.row(r),
+                            terms);
+}
+
+__global__ void lse_kernel(BoundedIn max, BoundedIn sum, std::int64_t rows, BoundedOut o,
+                           stage_math::OutputTerms terms) {
+  FC_GRID_STRIDE(r, rows) stage_math::lse_element(max.row(r), sum.row(r), o.row(r), terms);
+}
+
+__global__ void combine_kernel(const BoundedIn* parts, const BoundedIn* lses, int splits, std::int64_t rows,
+                               BoundedOut o, stage_math::OutputTerms terms) {
+  const std::int64_t r = warp_row(rows);
+  if (r < 0) return;
+  stage_math::combine_row(
+      WarpTeam{static_cast<int>(threadIdx.x % 32)}, o.cols, splits, [&](int t) { return parts[t].row(r); },
+      [&](int t) { return lses[t].row(r); }, o.row(r), terms);
+}
+
+__global__ void combine_lse_kernel(const BoundedIn* lses, int splits, std::int64_t rows, BoundedOut o,
+                                   stage_math::OutputTerms terms) {
+  FC_GRID_STRIDE(r, rows) {
+    stage_math::combine_lse_element(splits, [&](int t) { return lses[t].row(r); }, o.row(r), terms);
+  }
+}
+
+// The splits' base pointers on the device, for the combine kernels; freed stream-ordered.
+class SplitTable {
+ public:
+  SplitTable(const std::vector<const DeviceBounded*>& parts, cudaStream_t stream) : stream_(stream) {
+    std::vector<BoundedIn> host;
+    for (const DeviceBounded* p : parts) host.push_back(in(*p));
+    FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&data_), host.size() * sizeof(BoundedIn), stream));
+    FC_CUDA(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(BoundedIn), cudaMemcpyHostToDevice, stream));
+    // The host vector goes out of scope before the copy may have run.
+    FC_CUDA(cudaStreamSynchronize(stream));
+  }
+  ~SplitTable() { cudaFreeAsync(data_, stream_); }
+  SplitTable(const SplitTable&) = delete;
+  SplitTable& operator=(const SplitTable&) = delete;
+  const BoundedIn* get() const { return data_; }
+
+ private:
+  BoundedIn* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
+void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& o, cudaStream_t stream) {
+  if (x.size() == 0) return;
+  nominal_kernel<<<element_blocks(x.size()), kThreads, 0, stream>>>(x.data(), x.size(), floor, o.data());
+  FC_CUDA_LAUNCH();
+}
+
+void square(const DeviceMatrix& x, DeviceMatrix& o, cudaStream_t stream) {
+  if (x.size() == 0) return;
+  square_kernel<<<element_blocks(x.size()), kThreads, 0, stream>>>(x.data(), x.size(), o.data());
+  FC_CUDA_LAUNCH();
+}
+
+void add(DeviceMatrix& into, const DeviceMatrix& x, cudaStream_t stream) {
+  if (x.size() == 0) return;
+  add_kernel<<<element_blocks(x.size()), kThreads, 0, stream>>>(into.data(), x.data(), x.size());
+  FC_CUDA_LAUNCH();
+}
+
+void reach_step(const DeviceMatrix& value, const DeviceMatrix& block, DeviceMatrix& reach, DeviceMatrix& accumulated,
+                cudaStream_t stream) {
+  if (value.size() == 0) return;
+  reach_step_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(value.data(), block.data(), reach.data(),
+                                                                           accumulated.data(), value.size());
+  FC_CUDA_LAUNCH();
+}
+
+void reach_final(const DeviceMatrix& value, DeviceMatrix& reach, cudaStream_t stream) {
+  if (value.size() == 0) return;
+  reach_final_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(value.data(), reach.data(), value.size());
+  FC_CUDA_LAUNCH();
+}
+
+void qk_elements(const DeviceMatrix& t, const DeviceMatrix& magnitude, const DeviceMatrix& bias, std::int64_t col_begin,
+                 const stage_math::QkTerms& terms, DeviceBounded& o, cudaStream_t stream) {
+  if (t.size() == 0) return;
+  qk_kernel<<<element_blocks(t.size()), kThreads, 0, stream>>>(t.data(), magnitude.data(), bias.data(), bias.cols(),
+                                                               col_begin, t.rows(), t.cols(), terms, out(o));
+  FC_CUDA_LAUNCH();
+}
+
+void softmax_rows(const DeviceBounded& scores, DeviceBounded& p, DeviceBounded& max, DeviceBounded& sum,
+                  const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = scores.value.rows();
+  if (rows == 0) return;
+  softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(scores), rows, out(p), out(max), out(sum), terms);
+  FC_CUDA_LAUNCH();
+}
+
+void online_softmax_rows(const DeviceBounded& scores, const DeviceBounded& prev_max, const DeviceBounded& prev_sum,
+                         DeviceBounded& p, DeviceBounded& max, DeviceBounded& sum, DeviceBounded& rescale,
+                         const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = scores.value.rows();
+  if (rows == 0) return;
+  online_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(scores), in(prev_max), in(prev_sum), rows, out(p),
+                                                                   out(max), out(sum), out(rescale), terms);
+  FC_CUDA_LAUNCH();
+}
+
+void rescale_rows(const DeviceBounded& acc, const DeviceBounded& prev_max, const DeviceBounded& new_max,
+                  DeviceBounded& o, const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = acc.value.rows();
+  if (rows == 0) return;
+  rescale_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(acc), in(prev_max), in(new_max), rows, out(o), terms);
+  FC_CUDA_LAUNCH();
+}
+
+void pv_elements(const PvInputs& x, const stage_math::PvTerms& terms, DeviceBounded& o, cudaStream_t stream) {
+  const std::int64_t rows = x.value->rows(), cols = x.value->cols();
+  if (rows * cols == 0) return;
+  const PvPointers p{x.value->data(),
+                     x.accumulated->data(),
+                     x.reach->data(),
+                     x.magnitude->data(),
+                     x.propagated_worst->data(),
+                     x.propagated_tight->data(),
+                     x.squares ? x.squares->data() : nullptr,
+                     x.operand_floor->data(),
+                     x.v_norm ? x.v_norm->data() : nullptr};
+  pv_kernel<<<element_blocks(rows * cols), kThreads, 0, stream>>>(p, rows, cols, terms, o.bound.data(),
+                                                                  o.tight.data());
+  FC_CUDA_LAUNCH();
+}
+
+void normalize_rows(const DeviceBounded& acc, const DeviceBounded& sum, DeviceBounded& o,
+                    const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = acc.value.rows();
+  if (rows == 0) return;
+  normalize_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(acc), in(sum), rows, out(o), terms);
+  FC_CUDA_LAUNCH();
+}
+
+void lse_rows(const DeviceBounded& max, const DeviceBounded& sum, DeviceBounded& o,
+              const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = max.value.rows();
+  if (rows == 0) return;
+  lse_kernel<<<element_blocks(rows), kThreads, 0, stream>>>(in(max), in(sum), rows, out(o), terms);
+  FC_CUDA_LAUNCH();
+}
+
+void combine_rows(const std::vector<const DeviceBounded*>& outs, const std::vector<const DeviceBounded*>& lses,
+                  DeviceBounded& o, const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = o.value.rows();
+  if (rows == 0) return;
+  const SplitTable parts(outs, stream), lse_table(lses, stream);
+  combine_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(parts.get(), lse_table.get(), static_cast<int>(outs.size()),
+                                                            rows, out(o), terms);
+  FC_CUDA_LAUNCH();
+}
+
+void combine_lse_rows(const std::vector<const DeviceBounded*>& lses, DeviceBounded& o,
+                      const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t rows = o.value.rows();
+  if (rows == 0) return;
+  const SplitTable lse_table(lses, stream);
+  combine_lse_kernel<<<element_blocks(rows), kThreads, 0, stream>>>(lse_table.get(), static_cast<int>(lses.size()),
+                                                                    rows, out(o), terms);
+  FC_CUDA_LAUNCH();
+}
+
+}  // namespace fc::gpu

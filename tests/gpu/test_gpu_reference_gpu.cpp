@@ -1,0 +1,233 @@
+// The FP64 reference on the GPU (reference/gpu/) against the Eigen one: every chain (full,
+// blocked, split-KV), every stage function on exact (stage-local) inputs, and a traced run's
+// whole judgement, over masks, softcap, finite masking biases, fully masked rows and every
+// declared arithmetic (fp16/bf16/fp32 outputs, tensor cores, an fp16 accumulator).
+//
+// Agreement is relative, 1e-12: each element of a value or a bound against the largest
+// magnitude in its row (a score that cancels to near zero carries the rounding of its row's
+// products, which cuBLAS and Eigen sum in different orders).
+#include <cmath>
+#include <sstream>
+
+#include "catch.h"
+#include "harness/inputs.h"
+#include "harness/trace/evaluate.h"
+#include "harness/trace/session.h"
+#include "kernels/common/device_inputs.h"
+#include "core/numeric.h"
+#include "reference/attention.h"
+#include "reference/gpu/gpu_evaluator.h"
+
+namespace fc {
+namespace {
+
+constexpr double kAgreement = 1e-12;
+
+// max over elements of |gpu - cpu| / (largest |cpu| of the row); non-finite elements must be
+// the same (inf where they are not).
+double deviation(const MatrixR& cpu, const MatrixR& gpu) {
+  if (cpu.rows() != gpu.rows() || cpu.cols() != gpu.cols()) return INFINITY;
+  double worst = 0;
+  for (Eigen::Index r = 0; r < cpu.rows(); ++r) {
+    double scale = 0;
+    for (Eigen::Index c = 0; c < cpu.cols(); ++c) {
+      if (std::isfinite(cpu(r, c))) scale = std::max(scale, std::fabs(cpu(r, c)));
+    }
+    for (Eigen::Index c = 0; c < cpu.cols(); ++c) {
+      const double x = cpu(r, c), y = gpu(r, c);
+      if (!std::isfinite(x) || !std::isfinite(y)) {
+        const bool same = (std::isnan(x) && std::isnan(y)) || x == y;
+        if (!same) return INFINITY;
+        continue;
+      }
+      if (x != y) worst = std::max(worst, std::fabs(x - y) / scale);
+    }
+  }
+  return worst;
+}
+
+void check_agree(const Bounded& cpu, const Bounded& gpu, const std::string& what) {
+  INFO(what);
+  CHECK(deviation(cpu.value, gpu.value) <= kAgreement);
+  CHECK(deviation(cpu.bound, gpu.bound) <= kAgreement);
+  CHECK(deviation(cpu.tight, gpu.tight) <= kAgreement);
+  CHECK(cpu.format == gpu.format);
+}
+
+struct Variant {
+  const char* name;
+  ChainArithmetic a;
+};
+
+std::vector<Variant> arithmetic_variants() {
+  std::vector<Variant> v{{"fp16", nominal_arithmetic(DType::f16)},
+                         {"bf16", nominal_arithmetic(DType::bf16)},
+                         {"fp32", nominal_arithmetic(DType::f32)}};
+  ChainArithmetic tc = nominal_arithmetic(DType::f16);
+  tc.qk.tensor_cores = tc.pv.tensor_cores = true;
+  tc.pv.operand = DType::f16;
+  tc.softmax.out = DType::f16;
+  v.push_back({"fp16 tensor cores, p rounded to fp16", tc});
+  ChainArithmetic narrow = nominal_arithmetic(DType::f16);
+  narrow.qk.accumulate = narrow.pv.accumulate = DType::f16;
+  narrow.qk.out = DType::f16;
+  narrow.pv.operand = DType::f16;
+  v.push_back({"fp16 accumulators", narrow});
+  return v;
+}
+
+// The head's values rounded to fp16, exact: what a stage-local reference reads from a kernel.
+Bounded kernel_like(const Bounded& b) {
+  return Bounded::exact(b.value.unaryExpr([](double x) { return round_to(DType::f16, x); }), DType::f16);
+}
+
+void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::string& label) {
+  const std::unique_ptr<HeadEvaluator> host = host_evaluator(in), dev = gpu.for_head(in);
+  for (const Variant& v : arithmetic_variants()) {
+    const std::string at = label + ", " + v.name;
+    const FullReference fc = full_reference(*host, v.a), fg = full_reference(*dev, v.a);
+    check_agree(fc.scores, fg.scores, at + ": full scores");
+    check_agree(fc.softmax.p, fg.softmax.p, at + ": full probabilities");
+    check_agree(fc.softmax.max, fg.softmax.max, at + ": full row max");
+    check_agree(fc.softmax.sum, fg.softmax.sum, at + ": full row sum");
+    check_agree(fc.out, fg.out, at + ": full output");
+    check_agree(fc.lse, fg.lse, at + ": full lse");
+
+    const std::int64_t keys = in.k.rows();
+    const BlockedReference bc = blocked_reference(*host, 0, keys, 32, v.a);
+    const BlockedReference bg = blocked_reference(*dev, 0, keys, 32, v.a);
+    REQUIRE(bc.tiles.size() == bg.tiles.size());
+    for (std::size_t j = 0; j < bc.tiles.size(); ++j) {
+      const std::string tile = at + ": tile " + std::to_string(j) + " ";
+      check_agree(bc.tiles[j].scores, bg.tiles[j].scores, tile + "scores");
+      check_agree(bc.tiles[j].softmax.p_tilde, bg.tiles[j].softmax.p_tilde, tile + "p~");
+      check_agree(bc.tiles[j].softmax.max, bg.tiles[j].softmax.max, tile + "max");
+      check_agree(bc.tiles[j].softmax.sum, bg.tiles[j].softmax.sum, tile + "sum");
+      check_agree(bc.tiles[j].softmax.rescale, bg.tiles[j].softmax.rescale, tile + "rescale factor");
+      check_agree(bc.tiles[j].rescaled, bg.tiles[j].rescaled, tile + "rescaled accumulator");
+      check_agree(bc.tiles[j].acc, bg.tiles[j].acc, tile + "accumulator");
+    }
+    check_agree(bc.out, bg.out, at + ": blocked output");
+    check_agree(bc.lse, bg.lse, at + ": blocked lse");
+
+    const SplitReference sc = split_reference(*host, 3, 16, v.a), sg = split_reference(*dev, 3, 16, v.a);
+    for (std::size_t t = 0; t < sc.splits.size(); ++t) {
+      check_agree(sc.splits[t].out, sg.splits[t].out, at + ": split " + std::to_string(t) + " output");
+      check_agree(sc.splits[t].lse, sg.splits[t].lse, at + ": split " + std::to_string(t) + " lse");
+    }
+    check_agree(sc.out, sg.out, at + ": combined output");
+    check_agree(sc.lse, sg.lse, at + ": combined lse");
+
+    // Stage-local: each function on a kernel's exact (rounded) values.
+    const Bounded scores = kernel_like(fc.scores), probs = kernel_like(fc.softmax.p);
+    check_agree(host->softmax(scores, v.a.softmax).p, dev->softmax(scores, v.a.softmax).p, at + ": local softmax");
+    check_agree(host->pv(probs, 0, keys, nullptr, v.a.pv), dev->pv(probs, 0, keys, nullptr, v.a.pv),
+                at + ": local pv");
+    if (bc.tiles.size() >= 2) {
+      const TileReference& t0 = bc.tiles[0];
+      const TileReference& t1 = bc.tiles[1];
+      const Bounded max0 = Bounded::exact(t0.softmax.max.value, DType::f32);
+      const Bounded sum0 = Bounded::exact(t0.softmax.sum.value, DType::f32);
+      const Bounded acc0 = kernel_like(t0.acc), s1 = kernel_like(t1.scores), p1 = kernel_like(t1.softmax.p_tilde);
+      const Bounded max1 = Bounded::exact(t1.softmax.max.value, DType::f32);
+      check_agree(host->online_softmax(s1, max0, sum0, v.a.softmax).sum,
+                  dev->online_softmax(s1, max0, sum0, v.a.softmax).sum, at + ": local online softmax");
+      check_agree(host->rescale(acc0, max0, max1, v.a.rescale), dev->rescale(acc0, max0, max1, v.a.rescale),
+                  at + ": local rescale");
+      check_agree(host->pv(p1, t1.col_begin, t1.col_end, &acc0, v.a.pv),
+                  dev->pv(p1, t1.col_begin, t1.col_end, &acc0, v.a.pv), at + ": local pv with accumulator");
+      check_agree(host->normalize(acc0, sum0, v.a.normalize), dev->normalize(acc0, sum0, v.a.normalize),
+                  at + ": local normalize");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the GPU reference computes every chain and stage function as the Eigen reference, to 1e-12",
+          "[gpu][reference]") {
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  struct Case {
+    Shape shape;
+    const char* mask;
+    const char* dist;
+  };
+  const Case cases[] = {
+      {{1, 2, 37, 150, 64}, "none", "normal"},
+      {{2, 2, 70, 97, 128}, "causal-br", "normal"},
+      {{1, 2, 48, 130, 64}, "causal", "large"},        // rows with one key; large scores
+      {{2, 1, 40, 100, 64}, "padding=30,100", "normal"},  // batch 0: keys past 30 masked
+      {{1, 1, 33, 90, 32}, "softcap=20", "outlier"},
+      {{1, 2, 50, 120, 64}, "window=16,0", "tiny"},
+      {{1, 2, 40, 80, 64}, "masked-rows", "normal"},             // rows with no key
+      {{1, 2, 40, 80, 64}, "bias", "normal"},                    // additive biases with -inf
+      {{1, 1, 40, 80, 64}, "causal+masked-bias=min", "normal"},  // finite masking bias
+      {{1, 2, 40, 80, 64}, "alibi", "uniform"},
+  };
+  for (const Case& c : cases) {
+    CaseSpec spec;
+    spec.shape = c.shape;
+    spec.mask = c.mask;
+    spec.dist = c.dist;
+    spec.seed = 5;
+    const AttentionInputs in = generate_inputs(spec);
+    for (std::int64_t bh : {std::int64_t{0}, c.shape.batch * c.shape.heads - 1}) {
+      const std::int64_t b = bh / c.shape.heads, h = bh % c.shape.heads;
+      std::ostringstream label;
+      label << c.shape.to_string() << " " << c.mask << " " << c.dist << " b=" << b << " h=" << h;
+      check_head(head_inputs(in, b, h), *gpu, label.str());
+    }
+  }
+}
+
+TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's references and verdicts",
+          "[gpu][reference]") {
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  for (const char* name : {"naive", "flash-splitkv", "cublaslt-paged", "wmma-fused"}) {
+    std::unique_ptr<Implementation> impl = make_implementation(name);
+    REQUIRE(impl);
+    CaseSpec spec;
+    spec.shape = {2, 2, 100, 190, 64};
+    spec.mask = "causal-br";
+    spec.seed = 3;
+    const AttentionInputs in = generate_inputs(spec);
+    const DeviceInputs device(in, nullptr);
+    for (const std::string& fault : {std::string(), impl->faults().empty() ? std::string() : impl->faults()[0]}) {
+      INFO(name << " fault '" << fault << "'");
+      std::unique_ptr<Implementation> run_impl = make_implementation(name);
+      if (!fault.empty()) run_impl->inject(fault);
+      const TraceRun run = run_traced(*run_impl, in, &device, true);
+      REQUIRE(run.error.empty());
+      std::vector<OutputReferences> refs_cpu, refs_gpu;
+      const std::vector<OutputResult> cpu = evaluate_outputs(in, run, &refs_cpu);
+      const std::vector<OutputResult> on_gpu =
+          evaluate_outputs(in, run, &refs_gpu, BoundChoice::tight, nullptr, kRowBlockElements, std::nullopt, *gpu);
+      REQUIRE(cpu.size() == on_gpu.size());
+      int compared = 0;
+      for (std::size_t i = 0; i < cpu.size(); ++i) {
+        INFO(cpu[i].name);
+        CHECK(cpu[i].end_to_end.passed() == on_gpu[i].end_to_end.passed());
+        CHECK(cpu[i].local.passed() == on_gpu[i].local.passed());
+        CHECK(cpu[i].end_to_end.failures() == on_gpu[i].end_to_end.failures());
+        CHECK(cpu[i].local.failures() == on_gpu[i].local.failures());
+        if (i >= refs_cpu.size() || refs_cpu[i].end_to_end.empty()) continue;
+        ++compared;
+        const OutputReferences &c = refs_cpu[i], &g = refs_gpu[i];
+        const std::pair<const HostTensor*, const HostTensor*> tensors[] = {
+            {&c.end_to_end, &g.end_to_end}, {&c.end_to_end_bound, &g.end_to_end_bound},
+            {&c.end_to_end_tight, &g.end_to_end_tight}, {&c.local, &g.local},
+            {&c.local_bound, &g.local_bound}, {&c.local_tight, &g.local_tight}};
+        for (const auto& [x, y] : tensors) {
+          const Dims& d = x->dims();
+          const std::int64_t cols = d.size() == 4 ? d[3] : 1;
+          const Eigen::Map<const MatrixR> mx(x->data_as<double>(), x->numel() / cols, cols);
+          const Eigen::Map<const MatrixR> my(y->data_as<double>(), y->numel() / cols, cols);
+          CHECK(deviation(mx, my) <= kAgreement);
+        }
+      }
+      CHECK(compared > 0);
+    }
+  }
+}
+
+}  // namespace fc
