@@ -1,7 +1,20 @@
 #include "reference/evaluator.h"
 
+#include "core/error.h"
+
 namespace fc {
 namespace {
+
+bool sized(const MatrixR& m, std::int64_t rows, std::int64_t cols) { return m.rows() == rows && m.cols() == cols; }
+
+Bounded top_left(const Bounded& b, std::int64_t rows, std::int64_t cols) {
+  Bounded out;
+  out.value = b.value.topLeftCorner(rows, cols);
+  out.bound = b.bound.topLeftCorner(rows, cols);
+  out.tight = b.tight.topLeftCorner(rows, cols);
+  out.format = b.format;
+  return out;
+}
 
 class HostEvaluator final : public HeadEvaluator {
  public:
@@ -36,6 +49,20 @@ class HostEvaluator final : public HeadEvaluator {
   }
   Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const override {
     return eval_combine_lse(lses, a);
+  }
+
+  Bounded to_host(const Bounded& b) const override {
+    if (b.on_device()) throw Error("the host evaluator cannot read a tensor that lives on the GPU");
+    return b;
+  }
+  Bounded resident(const Bounded& b) const override { return to_host(b); }
+  Metrics compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference, std::int64_t rows,
+                  std::int64_t cols, DType kernel_format, BoundChoice judged_by) const override {
+    // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+    const MatrixR kept = sized(kernel.value, rows, cols) ? MatrixR() : MatrixR(kernel.value.topLeftCorner(rows, cols));
+    const MatrixR& k = sized(kernel.value, rows, cols) ? kernel.value : kept;
+    if (sized(reference.value, rows, cols)) return compare_head(spot, k, reference, kernel_format, judged_by);
+    return compare_head(spot, k, top_left(reference, rows, cols), kernel_format, judged_by);
   }
 
  private:

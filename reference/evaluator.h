@@ -3,10 +3,13 @@
 // runs: on the host with Eigen, or on a GPU (reference/gpu/). The chains (attention.h) and the
 // stage-local references call them through this interface, so the choice of device changes
 // where the FP64 arithmetic happens, never what it computes (stage_math.h is shared).
+// A GPU evaluator keeps what it computes on the device (Bounded::device) and compares there:
+// only metrics, and the references a caller asks for (to_host), come back.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "reference/compare.h"
 #include "reference/stage_eval.h"
 
 namespace fc {
@@ -30,6 +33,15 @@ class HeadEvaluator {
   virtual Bounded combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
                           const Arithmetic& a) const = 0;
   virtual Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const = 0;
+
+  // b with its matrices on the host (read back from the device where it lives there).
+  virtual Bounded to_host(const Bounded& b) const = 0;
+  // b where this evaluator works on it (moved to the device once, for the calls that read it).
+  virtual Bounded resident(const Bounded& b) const = 0;
+  // compare_head (compare.h) over the top-left rows x cols of the kernel's exact values and a
+  // reference.
+  virtual Metrics compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference, std::int64_t rows,
+                          std::int64_t cols, DType kernel_format, BoundChoice judged_by) const = 0;
 };
 
 // Makes the evaluator of each head (or block of rows); safe to call from several threads.

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "reference/gpu/device_matrix.h"
 #include "reference/stage_terms.h"
 
 namespace fc {
@@ -51,6 +52,9 @@ RowOut row_out(Bounded& b, Eigen::Index r) {
 }
 
 }  // namespace
+
+std::int64_t Bounded::rows() const { return device ? device->value.rows() : value.rows(); }
+std::int64_t Bounded::cols() const { return device ? device->value.cols() : value.cols(); }
 
 Bounded Bounded::exact(MatrixR value, DType format) {
   Bounded b;

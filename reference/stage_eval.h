@@ -17,6 +17,8 @@
 //   masked score            -inf
 //   fully masked row        max = -inf, sum = 0, probabilities 0, output 0, lse = -inf
 //   rescale before any key  r = 0 (the running max was -inf)
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
@@ -42,11 +44,24 @@ struct Arithmetic {
   bool tensor_cores = false;
 };
 
+namespace gpu {
+struct DeviceBounded;
+}
+
 struct Bounded {
   MatrixR value;
   MatrixR bound;                 // worst-case absolute error bound, same shape as value
   MatrixR tight;                 // tight (probabilistic) absolute error bound, <= bound
   DType format = DType::f64;     // format the value is stored in (f64: exact)
+  // The same three matrices on the GPU, where a GPU evaluator computed them (evaluator.h):
+  // then value, bound and tight are empty until HeadEvaluator::to_host reads them back.
+  // Shared by copies; never written after it is made.
+  std::shared_ptr<const gpu::DeviceBounded> device;
+
+  bool on_device() const { return device != nullptr; }
+  // Of either residence.
+  std::int64_t rows() const;
+  std::int64_t cols() const;
 
   static Bounded exact(MatrixR value, DType format = DType::f64);
 };

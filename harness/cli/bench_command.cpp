@@ -93,8 +93,9 @@ std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
   const auto chains = [&] {
     parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
       const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads);
-      const FullReference r = full_reference(*gpu->for_head(head), a);
-      if (!r.out.value.allFinite()) throw Error("GPU reference benchmark produced a non-finite output");
+      const std::unique_ptr<HeadEvaluator> ev = gpu->for_head(head);
+      const FullReference r = full_reference(*ev, a);
+      if (!ev->to_host(r.out).value.allFinite()) throw Error("GPU reference benchmark produced a non-finite output");
     });
   };
   chains();  // warm-up: streams, cuBLAS handles, the memory pool

@@ -43,15 +43,6 @@ struct HeadMetrics {
   Metrics end_to_end, local;
 };
 
-Bounded top_left(const Bounded& b, const Extent& e) {
-  Bounded out;
-  out.value = b.value.topLeftCorner(e.rows, e.cols);
-  out.bound = b.bound.topLeftCorner(e.rows, e.cols);
-  out.tight = b.tight.topLeftCorner(e.rows, e.cols);
-  out.format = b.format;
-  return out;
-}
-
 // Writes the rows of m into head (b, h) of t: every row, or those of a sample.
 void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows, const MatrixR& m) {
   if (t.empty()) return;  // not kept (only_reference keeps the bounds that decide)
@@ -127,7 +118,8 @@ void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head
 }  // namespace
 
 QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
-                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows) {
+                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows,
+                                const HeadEvaluator* ev) {
   QuantityMap kernel;
   for (const Captured& c : run.captured) {
     if (!comparable(c)) continue;
@@ -137,7 +129,12 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
     MatrixR values = (rows ? head_rows(c.tensor, b, h, *rows) : head_matrix(c.tensor, b, h)) * out.value_scale;
     if (rows) extent.rows = static_cast<std::int64_t>(rows->size());  // a block or sample holds existing rows only
-    kernel[key] = Bounded::exact(within_extent(values, e2e.at(key).value, extent), out.dtype);
+    if (extent.rows != values.rows() || extent.cols != values.cols()) {
+      const Bounded& reference = e2e.at(key);
+      values = within_extent(values, ev ? ev->to_host(reference).value : reference.value, extent);
+    }
+    const Bounded exact = Bounded::exact(std::move(values), out.dtype);
+    kernel[key] = ev ? ev->resident(exact) : exact;
   }
   return kernel;
 }
@@ -153,9 +150,9 @@ OutputComparison compare_output(const HeadEvaluator& ev, const Problem& problem,
   // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
   Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
   if (spot.rows) e.rows = static_cast<std::int64_t>(spot.rows->size());  // a sample holds existing rows only
-  const MatrixR kept = kernel.at(key).value.topLeftCorner(e.rows, e.cols);
-  c.end_to_end = compare_head(spot, kept, top_left(c.end_to_end_reference, e), output.dtype, judged_by);
-  c.local = compare_head(spot, kept, top_left(c.local_reference, e), output.dtype, judged_by);
+  const Bounded& kept = kernel.at(key);
+  c.end_to_end = ev.compare(spot, kept, c.end_to_end_reference, e.rows, e.cols, output.dtype, judged_by);
+  c.local = ev.compare(spot, kept, c.local_reference, e.rows, e.cols, output.dtype, judged_by);
   return c;
 }
 
@@ -219,7 +216,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const HeadInputs in = rows ? head_inputs(inputs, b, h, *rows) : head_inputs(inputs, b, h);
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
-    const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows);
+    const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());
     for (std::size_t i : traced) {
       if (only_reference && i != *only_reference) {  // its references alone are wanted
         mine.emplace_back();
@@ -234,12 +231,13 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       mine.push_back({m.end_to_end, m.local});
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];
-        set_rows(refs.end_to_end, b, h, rows, m.end_to_end_reference.value);
-        set_rows(refs.end_to_end_bound, b, h, rows, m.end_to_end_reference.bound);
-        set_rows(refs.end_to_end_tight, b, h, rows, m.end_to_end_reference.tight);
-        set_rows(refs.local, b, h, rows, m.local_reference.value);
-        set_rows(refs.local_bound, b, h, rows, m.local_reference.bound);
-        set_rows(refs.local_tight, b, h, rows, m.local_reference.tight);
+        const Bounded e2e_ref = ev->to_host(m.end_to_end_reference), local_ref = ev->to_host(m.local_reference);
+        set_rows(refs.end_to_end, b, h, rows, e2e_ref.value);
+        set_rows(refs.end_to_end_bound, b, h, rows, e2e_ref.bound);
+        set_rows(refs.end_to_end_tight, b, h, rows, e2e_ref.tight);
+        set_rows(refs.local, b, h, rows, local_ref.value);
+        set_rows(refs.local_bound, b, h, rows, local_ref.bound);
+        set_rows(refs.local_tight, b, h, rows, local_ref.tight);
       }
     }
     if (only_reference) {
@@ -260,7 +258,9 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       MatrixR twin = twins[n] ? read(twins[n]->tensor) : MatrixR();
       if (rows) e.rows = static_cast<std::int64_t>(rows->size());
       k = k.topLeftCorner(e.rows, e.cols).eval();
-      HeadMetrics m{compare_head(spot, k, top_left(e2e.at(key_of(stage, out)), e), out.dtype, judged_by), Metrics{}};
+      const Bounded produced_values = ev->resident(Bounded::exact(k, out.dtype));
+      HeadMetrics m{ev->compare(spot, produced_values, e2e.at(key_of(stage, out)), e.rows, e.cols, out.dtype, judged_by),
+                    Metrics{}};
       if (twins[n]) {
         m.local = compare_head(spot, k, Bounded::exact(twin.topLeftCorner(e.rows, e.cols), out.dtype), out.dtype, judged_by);
       }

@@ -22,8 +22,10 @@ struct OutputReferences {
 // reference's `e2e` elsewhere, so that nothing past a sequence's lengths (never written by a
 // kernel that reads the packed layout) reaches a stage-local reference of a row that exists.
 // `rows`, when given: only those query rows (a row sample), in that order, as `e2e` holds them.
+// `ev`, when given, evaluated `e2e` and receives the quantities where it works (resident).
 QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std::int64_t b, std::int64_t h,
-                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows = nullptr);
+                                const QuantityMap& e2e, const std::vector<std::int64_t>* rows = nullptr,
+                                const HeadEvaluator* ev = nullptr);
 
 // One head's comparison of one stage output, over the part that exists: `kernel` holds the
 // head's captured outputs (captured_quantities), `e2e` its end-to-end reference.

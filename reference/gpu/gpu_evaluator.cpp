@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "reference/gpu/compare_kernel.h"
 #include "reference/gpu/device_matrix.h"
 #include "reference/gpu/stage_kernels.h"
 #include "reference/gpu/transfer.h"
@@ -21,6 +22,18 @@ using gpu::DeviceMatrix;
 
 // Keys summed per GEMM when the largest partial sum of P.V is tracked: as eval_pv does.
 constexpr std::int64_t kPrefixBlock = 64;
+
+using DevicePtr = std::shared_ptr<const DeviceBounded>;
+
+// A bounded tensor that lives on the device.
+Bounded resident_on_device(DeviceBounded d) {
+  Bounded b;
+  b.format = d.format;
+  b.device = std::make_shared<const DeviceBounded>(std::move(d));
+  return b;
+}
+
+bool is_zero(const MatrixR& m) { return m.size() == 0 || (m.array() == 0).all(); }
 
 struct ThreadContext {
   CudaStream stream;
@@ -50,41 +63,42 @@ class GpuHeadEvaluator final : public HeadEvaluator {
               gpu::transposed(gpu::rows_of(nominal(k_, floor), col_begin, n)), 0, magnitude);
     DeviceBounded out = gpu::allocate_bounded(rows, n, a.out, s_);
     gpu::qk_elements(t, magnitude, bias_, col_begin, qk_terms(a, in_.q.cols(), in_.scale, in_.softcap), out, s_);
-    return gpu::download(out, s_);
+    return resident_on_device(std::move(out));
   }
 
   SoftmaxResult softmax(const Bounded& scores, const Arithmetic& a) const override {
-    const DeviceBounded s = gpu::upload(scores, s_);
-    const std::int64_t rows = s.value.rows();
-    DeviceBounded p = gpu::allocate_bounded(rows, s.value.cols(), a.out, s_);
+    const DevicePtr s = device_of(scores);
+    const std::int64_t rows = s->value.rows();
+    DeviceBounded p = gpu::allocate_bounded(rows, s->value.cols(), a.out, s_);
     DeviceBounded max = gpu::allocate_bounded(rows, 1, scores.format, s_);
     DeviceBounded sum = gpu::allocate_bounded(rows, 1, DType::f32, s_);
-    gpu::softmax_rows(s, p, max, sum, output_terms(a), s_);
-    return {gpu::download(p, s_), gpu::download(max, s_), gpu::download(sum, s_)};
+    gpu::softmax_rows(*s, p, max, sum, output_terms(a), s_);
+    return {resident_on_device(std::move(p)), resident_on_device(std::move(max)), resident_on_device(std::move(sum))};
   }
 
   OnlineSoftmaxResult online_softmax(const Bounded& scores_tile, const Bounded& prev_max, const Bounded& prev_sum,
                                      const Arithmetic& a) const override {
     require_rows(scores_tile, prev_max, "online softmax");
     require_rows(scores_tile, prev_sum, "online softmax");
-    const DeviceBounded s = gpu::upload(scores_tile, s_), m = gpu::upload(prev_max, s_), l = gpu::upload(prev_sum, s_);
-    const std::int64_t rows = s.value.rows();
-    DeviceBounded p = gpu::allocate_bounded(rows, s.value.cols(), a.out, s_);
+    const DevicePtr s = device_of(scores_tile), m = device_of(prev_max), l = device_of(prev_sum);
+    const std::int64_t rows = s->value.rows();
+    DeviceBounded p = gpu::allocate_bounded(rows, s->value.cols(), a.out, s_);
     DeviceBounded max = gpu::allocate_bounded(rows, 1, DType::f32, s_);
     DeviceBounded sum = gpu::allocate_bounded(rows, 1, DType::f32, s_);
     DeviceBounded rescale = gpu::allocate_bounded(rows, 1, DType::f32, s_);
-    gpu::online_softmax_rows(s, m, l, p, max, sum, rescale, output_terms(a), s_);
-    return {gpu::download(p, s_), gpu::download(max, s_), gpu::download(sum, s_), gpu::download(rescale, s_)};
+    gpu::online_softmax_rows(*s, *m, *l, p, max, sum, rescale, output_terms(a), s_);
+    return {resident_on_device(std::move(p)), resident_on_device(std::move(max)), resident_on_device(std::move(sum)),
+            resident_on_device(std::move(rescale))};
   }
 
   Bounded rescale(const Bounded& acc, const Bounded& prev_max, const Bounded& new_max,
                   const Arithmetic& a) const override {
     require_rows(acc, prev_max, "rescale");
     require_rows(acc, new_max, "rescale");
-    const DeviceBounded x = gpu::upload(acc, s_), mp = gpu::upload(prev_max, s_), mn = gpu::upload(new_max, s_);
-    DeviceBounded out = gpu::allocate_bounded(x.value.rows(), x.value.cols(), a.out, s_);
-    gpu::rescale_rows(x, mp, mn, out, output_terms(a), s_);
-    return gpu::download(out, s_);
+    const DevicePtr x = device_of(acc), mp = device_of(prev_max), mn = device_of(new_max);
+    DeviceBounded out = gpu::allocate_bounded(x->value.rows(), x->value.cols(), a.out, s_);
+    gpu::rescale_rows(*x, *mp, *mn, out, output_terms(a), s_);
+    return resident_on_device(std::move(out));
   }
 
   Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
@@ -92,50 +106,78 @@ class GpuHeadEvaluator final : public HeadEvaluator {
 
   Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const override {
     require_rows(acc, sum, "normalize");
-    const DeviceBounded x = gpu::upload(acc, s_), l = gpu::upload(sum, s_);
-    DeviceBounded out = gpu::allocate_bounded(x.value.rows(), x.value.cols(), a.out, s_);
-    gpu::normalize_rows(x, l, out, output_terms(a), s_);
-    return gpu::download(out, s_);
+    const DevicePtr x = device_of(acc), l = device_of(sum);
+    DeviceBounded out = gpu::allocate_bounded(x->value.rows(), x->value.cols(), a.out, s_);
+    gpu::normalize_rows(*x, *l, out, output_terms(a), s_);
+    return resident_on_device(std::move(out));
   }
 
   Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const override {
     require_rows(max, sum, "lse");
-    const DeviceBounded m = gpu::upload(max, s_), l = gpu::upload(sum, s_);
-    DeviceBounded out = gpu::allocate_bounded(m.value.rows(), 1, a.out, s_);
-    gpu::lse_rows(m, l, out, output_terms(a), s_);
-    return gpu::download(out, s_);
+    const DevicePtr m = device_of(max), l = device_of(sum);
+    DeviceBounded out = gpu::allocate_bounded(m->value.rows(), 1, a.out, s_);
+    gpu::lse_rows(*m, *l, out, output_terms(a), s_);
+    return resident_on_device(std::move(out));
   }
 
   Bounded combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
                   const Arithmetic& a) const override {
     if (outs.empty() || outs.size() != lses.size()) throw Error("reference: combine needs one lse per partial");
-    std::vector<DeviceBounded> parts, weights;
+    std::vector<DevicePtr> parts, weights;
     for (std::size_t t = 0; t < outs.size(); ++t) {
-      parts.push_back(gpu::upload(outs[t], s_));
-      weights.push_back(gpu::upload(lses[t], s_));
+      parts.push_back(device_of(outs[t]));
+      weights.push_back(device_of(lses[t]));
     }
-    DeviceBounded out = gpu::allocate_bounded(parts[0].value.rows(), parts[0].value.cols(), a.out, s_);
+    DeviceBounded out = gpu::allocate_bounded(parts[0]->value.rows(), parts[0]->value.cols(), a.out, s_);
     gpu::combine_rows(pointers(parts), pointers(weights), out, output_terms(a), s_);
-    return gpu::download(out, s_);
+    return resident_on_device(std::move(out));
   }
 
   Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const override {
     if (lses.empty()) throw Error("reference: combine needs at least one lse");
-    std::vector<DeviceBounded> weights;
-    for (const Bounded& l : lses) weights.push_back(gpu::upload(l, s_));
-    DeviceBounded out = gpu::allocate_bounded(weights[0].value.rows(), 1, a.out, s_);
+    std::vector<DevicePtr> weights;
+    for (const Bounded& l : lses) weights.push_back(device_of(l));
+    DeviceBounded out = gpu::allocate_bounded(weights[0]->value.rows(), 1, a.out, s_);
     gpu::combine_lse_rows(pointers(weights), out, output_terms(a), s_);
-    return gpu::download(out, s_);
+    return resident_on_device(std::move(out));
   }
+
+  Bounded to_host(const Bounded& b) const override { return b.on_device() ? gpu::download(*b.device, s_) : b; }
+  Bounded resident(const Bounded& b) const override {
+    Bounded r;
+    r.format = b.format;
+    r.device = device_of(b);
+    return r;
+  }
+  Metrics compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference, std::int64_t rows,
+                  std::int64_t cols, DType kernel_format, BoundChoice judged_by) const override;
 
  private:
   static void require_rows(const Bounded& a, const Bounded& b, const char* what) {
-    if (a.value.rows() != b.value.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
+    if (a.rows() != b.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
   }
-  static std::vector<const DeviceBounded*> pointers(const std::vector<DeviceBounded>& v) {
+  static std::vector<const DeviceBounded*> pointers(const std::vector<DevicePtr>& v) {
     std::vector<const DeviceBounded*> p;
-    for (const DeviceBounded& b : v) p.push_back(&b);
+    for (const DevicePtr& b : v) p.push_back(b.get());
     return p;
+  }
+  // b on the device: where it lives, else uploaded (bounds that are zero, an exact kernel
+  // value's, made there instead of copied).
+  DevicePtr device_of(const Bounded& b) const {
+    if (b.device) return b.device;
+    DeviceBounded d;
+    d.format = b.format;
+    d.value = gpu::upload(b.value, s_);
+    const bool exact = is_zero(b.bound) && is_zero(b.tight);
+    d.bound = exact ? gpu::zeros(b.value.rows(), b.value.cols(), s_) : gpu::upload(b.bound, s_);
+    d.tight = exact ? gpu::zeros(b.value.rows(), b.value.cols(), s_) : gpu::upload(b.tight, s_);
+    return std::make_shared<const DeviceBounded>(std::move(d));
+  }
+  double element(const DeviceMatrix& m, std::int64_t r, std::int64_t c) const {
+    double x = 0;
+    FC_CUDA(cudaMemcpyAsync(&x, m.data() + r * m.cols() + c, sizeof x, cudaMemcpyDeviceToHost, s_));
+    FC_CUDA(cudaStreamSynchronize(s_));
+    return x;
   }
 
   // |x| as the accumulation sees it (stage_terms.h, nominal_floor), kept per input and floor.
@@ -166,10 +208,12 @@ class GpuHeadEvaluator final : public HeadEvaluator {
 Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
                              const Arithmetic& a) const {
   const std::int64_t keys = key_end - key_begin;
-  if (p.value.cols() != keys) throw Error("reference: p and v disagree in key count");
-  const std::int64_t rows = p.value.rows(), cols = v_.cols();
+  if (p.cols() != keys) throw Error("reference: p and v disagree in key count");
+  const std::int64_t rows = p.rows(), cols = v_.cols();
   const stage_math::PvTerms terms = pv_terms(a, p.format, keys);
-  const DeviceBounded dp = gpu::upload(p, s_);
+  const DevicePtr device_p = device_of(p);
+  const DeviceBounded& dp = *device_p;
+  const DevicePtr device_acc = acc ? device_of(*acc) : nullptr;
   const double floor = nominal_floor(a);
   DeviceMatrix p_nominal(rows, keys, s_);
   gpu::nominal(dp.value, floor, p_nominal, s_);
@@ -179,7 +223,7 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
   // Block by block, as eval_pv: the value, sum nu|p| nu|v| (+|acc|) and the reach of every prefix.
   DeviceBounded out;
   out.format = a.out;
-  out.value = acc ? gpu::upload(acc->value, s_) : gpu::zeros(rows, cols, s_);
+  out.value = acc ? gpu::copy_of(device_acc->value, s_) : gpu::zeros(rows, cols, s_);
   DeviceMatrix accumulated(rows, cols, s_);
   gpu::nominal(out.value, 0, accumulated, s_);
   DeviceMatrix reach = gpu::copy_of(accumulated, s_);
@@ -202,9 +246,8 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
     magnitude = DeviceMatrix(rows, cols, s_);
     gpu::gemm(ctx_.cublas, 1, gpu::whole(p_abs), v_rows_abs, 0, magnitude);
     if (acc) {
-      const DeviceMatrix acc_value = gpu::upload(acc->value, s_);
       DeviceMatrix acc_abs(rows, cols, s_);
-      gpu::nominal(acc_value, 0, acc_abs, s_);
+      gpu::nominal(device_acc->value, 0, acc_abs, s_);
       gpu::add(magnitude, acc_abs, s_);
     }
   }
@@ -212,8 +255,8 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
   gpu::gemm(ctx_.cublas, 1, gpu::whole(dp.bound), v_rows_abs, 0, propagated_worst);
   gpu::gemm(ctx_.cublas, 1, gpu::whole(dp.tight), v_rows_abs, 0, propagated_tight);
   if (acc) {
-    gpu::add(propagated_worst, gpu::upload(acc->bound, s_), s_);
-    gpu::add(propagated_tight, gpu::upload(acc->tight, s_), s_);
+    gpu::add(propagated_worst, device_acc->bound, s_);
+    gpu::add(propagated_tight, device_acc->tight, s_);
   }
   DeviceMatrix squares;
   if (terms.u_operand > 0) {
@@ -234,7 +277,47 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
                              &propagated_worst, &propagated_tight, terms.u_operand > 0 ? &squares : nullptr,
                              &operand_floor,    terms.u_operand > 0 ? &v_norm : nullptr};
   gpu::pv_elements(inputs, terms, out, s_);
-  return gpu::download(out, s_);
+  return resident_on_device(std::move(out));
+}
+
+Metrics GpuHeadEvaluator::compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference,
+                                  std::int64_t rows, std::int64_t cols, DType kernel_format,
+                                  BoundChoice judged_by) const {
+  const DevicePtr k = device_of(kernel), ref = device_of(reference);
+  if (rows > std::min(k->value.rows(), ref->value.rows()) || cols > std::min(k->value.cols(), ref->value.cols())) {
+    throw Error("compare: the compared extent is larger than the kernel tensor or the reference");
+  }
+  const gpu::DeviceComparison d = gpu::compare_on_device(k->value, *ref, rows, cols, kernel_format, s_);
+  Metrics m;
+  m.judged_by = judged_by;
+  m.elements = rows * cols;
+  m.nan_kernel = d.nan_kernel;
+  m.posinf_kernel = d.posinf_kernel;
+  m.neginf_kernel = d.neginf_kernel;
+  m.masked_neg_inf = d.masked_neg_inf;
+  m.nan_reference = d.nan_reference;
+  m.inf_reference = d.inf_reference;
+  m.max_abs_error = d.max_abs_error;
+  m.max_rel_error = d.max_rel_error;
+  m.max_normalized_error = d.max_normalized_error;
+  m.over_bound = d.over_bound;
+  m.over_tight = d.over_tight;
+  m.max_ulp = d.max_ulp;
+  // The reported elements, read back one by one.
+  const auto report = [&](long long i) {
+    const std::int64_t r = i / cols, c = i % cols;
+    const double bound = element(ref->bound, r, c);
+    return ElementReport{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c},
+                         element(k->value, r, c), element(ref->value, r, c), bound,
+                         std::min(element(ref->tight, r, c), bound)};
+  };
+  if (d.first_over_tight >= 0) m.first_failure = report(d.first_over_tight);
+  if (d.first_over_bound >= 0) m.first_worst_case_failure = report(d.first_over_bound);
+  if (d.worst >= 0) {
+    m.worst = report(d.worst);
+    m.max_tight_error = d.worst_tight;
+  }
+  return m;
 }
 
 class GpuEvaluators final : public EvaluatorSource {

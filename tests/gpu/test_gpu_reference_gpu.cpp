@@ -7,6 +7,9 @@
 // magnitude in its row (a score that cancels to near zero carries the rounding of its row's
 // products, which cuBLAS and Eigen sum in different orders).
 #include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "catch.h"
@@ -46,8 +49,10 @@ double deviation(const MatrixR& cpu, const MatrixR& gpu) {
   return worst;
 }
 
-void check_agree(const Bounded& cpu, const Bounded& gpu, const std::string& what) {
+void check_agree(const Bounded& cpu, const Bounded& on_gpu, const HeadEvaluator& dev, const std::string& what) {
   INFO(what);
+  REQUIRE(on_gpu.on_device());  // the GPU evaluator keeps what it computes on the device
+  const Bounded gpu = dev.to_host(on_gpu);
   CHECK(deviation(cpu.value, gpu.value) <= kAgreement);
   CHECK(deviation(cpu.bound, gpu.bound) <= kAgreement);
   CHECK(deviation(cpu.tight, gpu.tight) <= kAgreement);
@@ -86,12 +91,12 @@ void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::str
   for (const Variant& v : arithmetic_variants()) {
     const std::string at = label + ", " + v.name;
     const FullReference fc = full_reference(*host, v.a), fg = full_reference(*dev, v.a);
-    check_agree(fc.scores, fg.scores, at + ": full scores");
-    check_agree(fc.softmax.p, fg.softmax.p, at + ": full probabilities");
-    check_agree(fc.softmax.max, fg.softmax.max, at + ": full row max");
-    check_agree(fc.softmax.sum, fg.softmax.sum, at + ": full row sum");
-    check_agree(fc.out, fg.out, at + ": full output");
-    check_agree(fc.lse, fg.lse, at + ": full lse");
+    check_agree(fc.scores, fg.scores, *dev, at + ": full scores");
+    check_agree(fc.softmax.p, fg.softmax.p, *dev, at + ": full probabilities");
+    check_agree(fc.softmax.max, fg.softmax.max, *dev, at + ": full row max");
+    check_agree(fc.softmax.sum, fg.softmax.sum, *dev, at + ": full row sum");
+    check_agree(fc.out, fg.out, *dev, at + ": full output");
+    check_agree(fc.lse, fg.lse, *dev, at + ": full lse");
 
     const std::int64_t keys = in.k.rows();
     const BlockedReference bc = blocked_reference(*host, 0, keys, 32, v.a);
@@ -99,29 +104,30 @@ void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::str
     REQUIRE(bc.tiles.size() == bg.tiles.size());
     for (std::size_t j = 0; j < bc.tiles.size(); ++j) {
       const std::string tile = at + ": tile " + std::to_string(j) + " ";
-      check_agree(bc.tiles[j].scores, bg.tiles[j].scores, tile + "scores");
-      check_agree(bc.tiles[j].softmax.p_tilde, bg.tiles[j].softmax.p_tilde, tile + "p~");
-      check_agree(bc.tiles[j].softmax.max, bg.tiles[j].softmax.max, tile + "max");
-      check_agree(bc.tiles[j].softmax.sum, bg.tiles[j].softmax.sum, tile + "sum");
-      check_agree(bc.tiles[j].softmax.rescale, bg.tiles[j].softmax.rescale, tile + "rescale factor");
-      check_agree(bc.tiles[j].rescaled, bg.tiles[j].rescaled, tile + "rescaled accumulator");
-      check_agree(bc.tiles[j].acc, bg.tiles[j].acc, tile + "accumulator");
+      check_agree(bc.tiles[j].scores, bg.tiles[j].scores, *dev, tile + "scores");
+      check_agree(bc.tiles[j].softmax.p_tilde, bg.tiles[j].softmax.p_tilde, *dev, tile + "p~");
+      check_agree(bc.tiles[j].softmax.max, bg.tiles[j].softmax.max, *dev, tile + "max");
+      check_agree(bc.tiles[j].softmax.sum, bg.tiles[j].softmax.sum, *dev, tile + "sum");
+      check_agree(bc.tiles[j].softmax.rescale, bg.tiles[j].softmax.rescale, *dev, tile + "rescale factor");
+      check_agree(bc.tiles[j].rescaled, bg.tiles[j].rescaled, *dev, tile + "rescaled accumulator");
+      check_agree(bc.tiles[j].acc, bg.tiles[j].acc, *dev, tile + "accumulator");
     }
-    check_agree(bc.out, bg.out, at + ": blocked output");
-    check_agree(bc.lse, bg.lse, at + ": blocked lse");
+    check_agree(bc.out, bg.out, *dev, at + ": blocked output");
+    check_agree(bc.lse, bg.lse, *dev, at + ": blocked lse");
 
     const SplitReference sc = split_reference(*host, 3, 16, v.a), sg = split_reference(*dev, 3, 16, v.a);
     for (std::size_t t = 0; t < sc.splits.size(); ++t) {
-      check_agree(sc.splits[t].out, sg.splits[t].out, at + ": split " + std::to_string(t) + " output");
-      check_agree(sc.splits[t].lse, sg.splits[t].lse, at + ": split " + std::to_string(t) + " lse");
+      check_agree(sc.splits[t].out, sg.splits[t].out, *dev, at + ": split " + std::to_string(t) + " output");
+      check_agree(sc.splits[t].lse, sg.splits[t].lse, *dev, at + ": split " + std::to_string(t) + " lse");
     }
-    check_agree(sc.out, sg.out, at + ": combined output");
-    check_agree(sc.lse, sg.lse, at + ": combined lse");
+    check_agree(sc.out, sg.out, *dev, at + ": combined output");
+    check_agree(sc.lse, sg.lse, *dev, at + ": combined lse");
 
     // Stage-local: each function on a kernel's exact (rounded) values.
     const Bounded scores = kernel_like(fc.scores), probs = kernel_like(fc.softmax.p);
-    check_agree(host->softmax(scores, v.a.softmax).p, dev->softmax(scores, v.a.softmax).p, at + ": local softmax");
-    check_agree(host->pv(probs, 0, keys, nullptr, v.a.pv), dev->pv(probs, 0, keys, nullptr, v.a.pv),
+    check_agree(host->softmax(scores, v.a.softmax).p, dev->softmax(scores, v.a.softmax).p, *dev,
+                at + ": local softmax");
+    check_agree(host->pv(probs, 0, keys, nullptr, v.a.pv), dev->pv(probs, 0, keys, nullptr, v.a.pv), *dev,
                 at + ": local pv");
     if (bc.tiles.size() >= 2) {
       const TileReference& t0 = bc.tiles[0];
@@ -131,12 +137,12 @@ void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::str
       const Bounded acc0 = kernel_like(t0.acc), s1 = kernel_like(t1.scores), p1 = kernel_like(t1.softmax.p_tilde);
       const Bounded max1 = Bounded::exact(t1.softmax.max.value, DType::f32);
       check_agree(host->online_softmax(s1, max0, sum0, v.a.softmax).sum,
-                  dev->online_softmax(s1, max0, sum0, v.a.softmax).sum, at + ": local online softmax");
-      check_agree(host->rescale(acc0, max0, max1, v.a.rescale), dev->rescale(acc0, max0, max1, v.a.rescale),
+                  dev->online_softmax(s1, max0, sum0, v.a.softmax).sum, *dev, at + ": local online softmax");
+      check_agree(host->rescale(acc0, max0, max1, v.a.rescale), dev->rescale(acc0, max0, max1, v.a.rescale), *dev,
                   at + ": local rescale");
       check_agree(host->pv(p1, t1.col_begin, t1.col_end, &acc0, v.a.pv),
-                  dev->pv(p1, t1.col_begin, t1.col_end, &acc0, v.a.pv), at + ": local pv with accumulator");
-      check_agree(host->normalize(acc0, sum0, v.a.normalize), dev->normalize(acc0, sum0, v.a.normalize),
+                  dev->pv(p1, t1.col_begin, t1.col_end, &acc0, v.a.pv), *dev, at + ": local pv with accumulator");
+      check_agree(host->normalize(acc0, sum0, v.a.normalize), dev->normalize(acc0, sum0, v.a.normalize), *dev,
                   at + ": local normalize");
     }
   }
@@ -226,6 +232,90 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
         }
       }
       CHECK(compared > 0);
+    }
+  }
+}
+
+}  // namespace fc
+
+namespace fc {
+namespace {
+
+void check_same_report(const std::optional<ElementReport>& a, const std::optional<ElementReport>& b) {
+  REQUIRE(a.has_value() == b.has_value());
+  if (!a) return;
+  const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  CHECK(a->index == b->index);
+  CHECK(same(a->kernel, b->kernel));
+  CHECK(same(a->reference, b->reference));
+  CHECK(same(a->bound, b->bound));
+  CHECK(same(a->tight, b->tight));
+}
+
+}  // namespace
+
+TEST_CASE("the GPU comparison gives compare_head's metrics and reported elements exactly", "[gpu][reference]") {
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  HeadInputs in;  // the comparison reads none of it
+  in.q = in.k = in.v = MatrixR::Zero(2, 2);
+  in.bias = MatrixR::Zero(2, 2);
+  const std::unique_ptr<HeadEvaluator> host = host_evaluator(in), dev = gpu->for_head(in);
+  std::srand(17);
+  Bounded reference;
+  reference.value = MatrixR::Random(37, 53) * 4;
+  reference.bound = reference.value.cwiseAbs() * 1e-3;
+  reference.bound.array() += 1e-6;
+  reference.tight = reference.bound / 3;
+  reference.tight(2, 2) = 2 * reference.bound(2, 2);  // a tight bound above the worst case counts as the worst case
+  reference.bound(4, 1) = reference.tight(4, 1) = 0;  // a zero bound: any difference fails
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  reference.value(1, 7) = -inf;  // masked, and the kernel masks it too
+  reference.value(3, 3) = nan;
+  reference.value(5, 9) = -inf;  // masked, but the kernel holds a finite value
+  const std::vector<std::int64_t> sample_rows = [] {
+    std::vector<std::int64_t> r;
+    for (std::int64_t i = 0; i < 37; ++i) r.push_back(3 * i + 1);
+    return r;
+  }();
+  for (DType format : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    MatrixR kernel = reference.value.unaryExpr([format](double x) { return round_to(format, x); });
+    kernel(1, 7) = -inf;
+    kernel(5, 9) = 0.5;
+    kernel(6, 0) = nan;
+    kernel(7, 2) = inf;
+    kernel(8, 8) = -inf;
+    kernel(4, 1) += 1e-3;
+    kernel(9, 10) += 2 * reference.bound(9, 10);  // over both bounds
+    kernel(10, 11) += 0.5 * reference.bound(10, 11);  // over the tight bound alone
+    kernel(11, 12) = round_to(format, reference.value(11, 12) * 1.5);
+    const Bounded values = Bounded::exact(kernel, format);
+    for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{37, 53}, {20, 40}}) {
+      for (BoundChoice choice : {BoundChoice::tight, BoundChoice::worst}) {
+        INFO(dtype_name(format) << " " << rows << "x" << cols);
+        HeadSpot spot{1, 2, 5, false};
+        spot.rows = &sample_rows;
+        const Metrics h = host->compare(spot, values, reference, rows, cols, format, choice);
+        const Metrics g = dev->compare(spot, dev->resident(values), dev->resident(reference), rows, cols, format, choice);
+        CHECK(h.elements == g.elements);
+        CHECK(h.nan_kernel == g.nan_kernel);
+        CHECK(h.posinf_kernel == g.posinf_kernel);
+        CHECK(h.neginf_kernel == g.neginf_kernel);
+        CHECK(h.nan_reference == g.nan_reference);
+        CHECK(h.inf_reference == g.inf_reference);
+        CHECK(h.masked_neg_inf == g.masked_neg_inf);
+        CHECK(h.max_abs_error == g.max_abs_error);
+        CHECK(h.max_rel_error == g.max_rel_error);
+        CHECK(h.max_normalized_error == g.max_normalized_error);
+        CHECK(h.max_tight_error == g.max_tight_error);
+        CHECK(h.over_bound == g.over_bound);
+        CHECK(h.over_tight == g.over_tight);
+        CHECK(h.max_ulp == g.max_ulp);
+        CHECK(h.failures() == g.failures());
+        CHECK(h.failures() > 0);
+        check_same_report(h.first_failure, g.first_failure);
+        check_same_report(h.first_worst_case_failure, g.first_worst_case_failure);
+        check_same_report(h.worst, g.worst);
+      }
     }
   }
 }

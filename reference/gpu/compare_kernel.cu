@@ -1,0 +1,222 @@
+#include "reference/gpu/compare_kernel.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "core/check.h"
+#include "reference/stage_math.h"
+
+namespace fc::gpu {
+namespace {
+
+using stage_math::infinity;
+using stage_math::is_finite;
+using stage_math::larger;
+
+constexpr int kThreads = 256;
+constexpr long long kNone = LLONG_MAX;  // an index not found, while reducing
+
+// Partial results while reducing: indices not found are kNone so that min() folds them.
+struct Partial {
+  long long counts[8];  // nan_kernel, posinf, neginf, masked, nan_reference, inf_reference, over_bound, over_tight
+  double max_abs, max_rel, max_normalized;
+  long long max_ulp, first_over_tight, first_over_bound, worst;
+  double worst_tight;
+};
+
+__device__ void fold(Partial& a, const Partial& b) {
+  for (int i = 0; i < 8; ++i) a.counts[i] += b.counts[i];
+  a.max_abs = larger(a.max_abs, b.max_abs);
+  a.max_rel = larger(a.max_rel, b.max_rel);
+  a.max_normalized = larger(a.max_normalized, b.max_normalized);
+  a.max_ulp = a.max_ulp > b.max_ulp ? a.max_ulp : b.max_ulp;
+  a.first_over_tight = a.first_over_tight < b.first_over_tight ? a.first_over_tight : b.first_over_tight;
+  a.first_over_bound = a.first_over_bound < b.first_over_bound ? a.first_over_bound : b.first_over_bound;
+  // The largest error / tight bound, the first of equals (compare_head keeps the first).
+  if (b.worst != kNone && (a.worst == kNone || b.worst_tight > a.worst_tight ||
+                           (b.worst_tight == a.worst_tight && b.worst < a.worst))) {
+    a.worst = b.worst;
+    a.worst_tight = b.worst_tight;
+  }
+}
+
+// normalized_error of compare.h.
+__device__ double normalized_error(double kernel, double reference, double bound) {
+  if (is_finite(reference) && is_finite(kernel)) {
+    const double err = fabs(kernel - reference);
+    return err == 0 ? 0.0 : (bound > 0 ? err / bound : infinity());
+  }
+  const bool same = reference == reference && kernel == reference;
+  return same ? 0.0 : infinity();
+}
+
+// round_to and ulp_distance of core/numeric.h: fp16 and bf16 through fp32, round to nearest even.
+__device__ double round_to(int format, double x) {
+  switch (format) {
+    case 0: return __half2float(__float2half_rn(static_cast<float>(x)));
+    case 1: return __bfloat162float(__float2bfloat16_rn(static_cast<float>(x)));
+    case 2: return static_cast<float>(x);
+    default: return x;
+  }
+}
+__device__ long long ordered_bits(int format, double x) {
+  long long magnitude;
+  bool negative;
+  switch (format) {
+    case 0: {
+      const unsigned short b = __half_as_ushort(__float2half_rn(static_cast<float>(x)));
+      magnitude = b & 0x7FFF;
+      negative = (b & 0x8000) != 0;
+      break;
+    }
+    case 1: {
+      const unsigned short b = __bfloat16_as_ushort(__float2bfloat16_rn(static_cast<float>(x)));
+      magnitude = b & 0x7FFF;
+      negative = (b & 0x8000) != 0;
+      break;
+    }
+    case 2: {
+      const unsigned b = __float_as_uint(static_cast<float>(x));
+      magnitude = b & 0x7FFFFFFFu;
+      negative = (b & 0x80000000u) != 0;
+      break;
+    }
+    default: {
+      const unsigned long long b = static_cast<unsigned long long>(__double_as_longlong(x));
+      magnitude = static_cast<long long>(b & 0x7FFFFFFFFFFFFFFFull);
+      negative = (b >> 63) != 0;
+    }
+  }
+  return negative ? -magnitude : magnitude;
+}
+__device__ long long ulp_distance(int format, double a, double b) {
+  const double ra = round_to(format, a), rb = round_to(format, b);
+  if (!is_finite(ra) || !is_finite(rb)) return ra == rb ? 0 : LLONG_MAX;
+  const long long d = ordered_bits(format, ra) - ordered_bits(format, rb);
+  return d < 0 ? -d : d;
+}
+
+__global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, const double* value, const double* bound,
+                               const double* tight, std::int64_t ref_ld, std::int64_t rows, std::int64_t cols,
+                               int format, Partial* partials) {
+  Partial p{};
+  p.first_over_tight = p.first_over_bound = p.worst = kNone;
+  const std::int64_t n = rows * cols;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / cols, c = i % cols;
+    const double k = kernel[r * kernel_ld + c], x = value[r * ref_ld + c], b = bound[r * ref_ld + c];
+    const double t = stage_math::smaller(tight[r * ref_ld + c], b);
+    if (k != k) ++p.counts[0];
+    if (k == infinity()) ++p.counts[1];
+    if (k == -infinity()) ++p.counts[2];
+    if (k == -infinity() && x == -infinity()) ++p.counts[3];
+    if (x != x) ++p.counts[4];
+    if (stage_math::is_inf(x)) ++p.counts[5];
+    if (is_finite(x) && is_finite(k)) {
+      const double err = fabs(k - x);
+      p.max_abs = larger(p.max_abs, err);
+      if (x != 0) p.max_rel = larger(p.max_rel, err / fabs(x));
+      const long long u = ulp_distance(format, k, x);
+      p.max_ulp = p.max_ulp > u ? p.max_ulp : u;
+    }
+    const double normalized = normalized_error(k, x, b), tight_normalized = normalized_error(k, x, t);
+    const bool over_worst = normalized > 1.0, over_tight = tight_normalized > 1.0 || over_worst;
+    if (over_worst) {
+      ++p.counts[6];
+      if (p.first_over_bound == kNone) p.first_over_bound = i;
+    }
+    if (over_tight) {
+      ++p.counts[7];
+      if (p.first_over_tight == kNone) p.first_over_tight = i;
+    }
+    p.max_normalized = larger(p.max_normalized, normalized);
+    if (p.worst == kNone || tight_normalized > p.worst_tight) {
+      p.worst = i;
+      p.worst_tight = tight_normalized;
+    }
+  }
+  __shared__ Partial shared[kThreads];
+  shared[threadIdx.x] = p;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) fold(shared[threadIdx.x], shared[threadIdx.x + stride]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
+}
+
+int format_code(DType t) {
+  switch (t) {
+    case DType::f16: return 0;
+    case DType::bf16: return 1;
+    case DType::f32: return 2;
+    case DType::f64: return 3;
+    default: throw Error(std::string("no ULPs for ") + dtype_name(t));
+  }
+}
+
+void fold_host(Partial& a, const Partial& b) {
+  for (int i = 0; i < 8; ++i) a.counts[i] += b.counts[i];
+  a.max_abs = std::max(a.max_abs, b.max_abs);
+  a.max_rel = std::max(a.max_rel, b.max_rel);
+  a.max_normalized = std::max(a.max_normalized, b.max_normalized);
+  a.max_ulp = std::max(a.max_ulp, b.max_ulp);
+  a.first_over_tight = std::min(a.first_over_tight, b.first_over_tight);
+  a.first_over_bound = std::min(a.first_over_bound, b.first_over_bound);
+  if (b.worst != kNone && (a.worst == kNone || b.worst_tight > a.worst_tight ||
+                           (b.worst_tight == a.worst_tight && b.worst < a.worst))) {
+    a.worst = b.worst;
+    a.worst_tight = b.worst_tight;
+  }
+}
+
+}  // namespace
+
+DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
+                                   std::int64_t cols, DType kernel_format, cudaStream_t stream) {
+  DeviceComparison out;
+  const std::int64_t n = rows * cols;
+  if (n == 0) return out;
+  const int format = format_code(kernel_format);
+  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1024));
+  Partial* partials = nullptr;
+  FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&partials), blocks * sizeof(Partial), stream));
+  compare_kernel<<<blocks, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(),
+                                                  reference.bound.data(), reference.tight.data(),
+                                                  reference.value.cols(), rows, cols, format, partials);
+  const cudaError_t launched = cudaGetLastError();
+  std::vector<Partial> host(blocks);
+  const cudaError_t copied =
+      cudaMemcpyAsync(host.data(), partials, blocks * sizeof(Partial), cudaMemcpyDeviceToHost, stream);
+  const cudaError_t freed = cudaFreeAsync(partials, stream);
+  FC_CUDA(launched);
+  FC_CUDA(copied);
+  FC_CUDA(freed);
+  FC_CUDA(cudaStreamSynchronize(stream));
+  Partial total = host[0];
+  for (unsigned b = 1; b < blocks; ++b) fold_host(total, host[b]);
+  out.nan_kernel = total.counts[0];
+  out.posinf_kernel = total.counts[1];
+  out.neginf_kernel = total.counts[2];
+  out.masked_neg_inf = total.counts[3];
+  out.nan_reference = total.counts[4];
+  out.inf_reference = total.counts[5];
+  out.over_bound = total.counts[6];
+  out.over_tight = total.counts[7];
+  out.max_abs_error = total.max_abs;
+  out.max_rel_error = total.max_rel;
+  out.max_normalized_error = total.max_normalized;
+  out.max_ulp = total.max_ulp;
+  out.first_over_tight = total.first_over_tight == kNone ? -1 : total.first_over_tight;
+  out.first_over_bound = total.first_over_bound == kNone ? -1 : total.first_over_bound;
+  out.worst = total.worst == kNone ? -1 : total.worst;
+  out.worst_tight = total.worst_tight;
+  return out;
+}
+
+}  // namespace fc::gpu

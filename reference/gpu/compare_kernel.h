@@ -1,0 +1,26 @@
+#pragma once
+// compare_head (reference/compare.h) on the device: one pass over the kernel's values and a
+// reference's value and bounds, reduced to counts, maxima and the indices the report names.
+// The metrics are assembled on the host from this (gpu_evaluator.cpp).
+#include <cstdint>
+
+#include "reference/gpu/device_matrix.h"
+
+namespace fc::gpu {
+
+struct DeviceComparison {
+  long long nan_kernel = 0, posinf_kernel = 0, neginf_kernel = 0, masked_neg_inf = 0;
+  long long nan_reference = 0, inf_reference = 0, over_bound = 0, over_tight = 0;
+  double max_abs_error = 0, max_rel_error = 0, max_normalized_error = 0;
+  long long max_ulp = 0;
+  // Row-major indices in the compared rows x cols (-1: none): the first over each bound, and
+  // the first of the largest error / tight bound (which is `worst_tight`).
+  long long first_over_tight = -1, first_over_bound = -1, worst = -1;
+  double worst_tight = 0;
+};
+
+// Over the top-left rows x cols of `kernel` and `reference` (their own row strides).
+DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
+                                   std::int64_t cols, DType kernel_format, cudaStream_t stream);
+
+}  // namespace fc::gpu
