@@ -45,6 +45,7 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
     throw Error("compare: kernel tensor is " + std::to_string(kernel.rows()) + "x" + std::to_string(kernel.cols()) +
                 ", reference " + std::to_string(ref.rows()) + "x" + std::to_string(ref.cols()));
   }
+  const bool exact = reference.bound.size() == 0;  // Bounded::exact: every bound 0
   const bool has_tight = reference.tight.rows() == ref.rows() && reference.tight.cols() == ref.cols();
   constexpr double kInf = std::numeric_limits<double>::infinity();
   Metrics m;
@@ -52,7 +53,7 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
   m.elements = kernel.size();
   for (Eigen::Index r = 0; r < ref.rows(); ++r) {
     for (Eigen::Index c = 0; c < ref.cols(); ++c) {
-      const double k = kernel(r, c), x = ref(r, c), bound = reference.bound(r, c);
+      const double k = kernel(r, c), x = ref(r, c), bound = exact ? 0.0 : reference.bound(r, c);
       const double tight = has_tight ? std::min(reference.tight(r, c), bound) : bound;
       if (std::isnan(k)) ++m.nan_kernel;
       if (k == kInf) ++m.posinf_kernel;

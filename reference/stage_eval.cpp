@@ -41,10 +41,18 @@ void require_same_rows(const MatrixR& a, const MatrixR& b, const char* what) {
   if (a.rows() != b.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
 }
 
-// Row r of b, for the shared row math.
+// Row r of b, for the shared row math (null bounds: exact).
 RowIn row_in(const Bounded& b, Eigen::Index r) {
   const Eigen::Index at = r * b.value.cols();
+  if (b.exact()) return {b.value.data() + at, {nullptr, nullptr}};
   return {b.value.data() + at, {b.bound.data() + at, b.tight.data() + at}};
+}
+
+// E(p) |v| of one bound of p (zero for exact p) plus acc's.
+MatrixR propagated(const MatrixR& p_bound, const MatrixR& v_abs, const MatrixR* acc_bound, Eigen::Index rows) {
+  MatrixR m = p_bound.size() > 0 ? MatrixR(p_bound * v_abs) : MatrixR::Zero(rows, v_abs.cols());
+  if (acc_bound && acc_bound->size() > 0) m += *acc_bound;
+  return m;
 }
 RowOut row_out(Bounded& b, Eigen::Index r) {
   const Eigen::Index at = r * b.value.cols();
@@ -58,11 +66,14 @@ std::int64_t Bounded::cols() const { return device ? device->value.cols() : valu
 
 Bounded Bounded::exact(MatrixR value, DType format) {
   Bounded b;
-  b.bound = MatrixR::Zero(value.rows(), value.cols());
-  b.tight = b.bound;
   b.value = std::move(value);
   b.format = format;
   return b;
+}
+
+bool Bounded::exact() const {
+  if (device) return device->bound.size() == 0 && device->value.size() > 0;
+  return bound.size() == 0 && value.size() > 0;
 }
 
 Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
@@ -152,11 +163,9 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
     magnitude = p.value.cwiseAbs() * v_abs;
     if (acc) magnitude += acc->value.cwiseAbs();
   }
-  MatrixR propagated_worst = p.bound * v_abs, propagated_tight = p.tight * v_abs;
-  if (acc) {
-    propagated_worst += acc->bound;
-    propagated_tight += acc->tight;
-  }
+  const Eigen::Index rows = p.value.rows();
+  const MatrixR propagated_worst = propagated(p.bound, v_abs, acc ? &acc->bound : nullptr, rows);
+  const MatrixR propagated_tight = propagated(p.tight, v_abs, acc ? &acc->tight : nullptr, rows);
   MatrixR squares;
   Eigen::RowVectorXd v_norm, operand_floor = terms.eta_operand * v_abs.colwise().sum();
   if (terms.u_operand > 0) {

@@ -59,10 +59,13 @@ struct Bounded {
   std::shared_ptr<const gpu::DeviceBounded> device;
 
   bool on_device() const { return device != nullptr; }
+  // No bound matrices: every bound is 0 (a kernel's own values, a constant), as exact() makes.
+  bool exact() const;
   // Of either residence.
   std::int64_t rows() const;
   std::int64_t cols() const;
 
+  // `value` with zero error: bound and tight are left empty rather than filled with zeros.
   static Bounded exact(MatrixR value, DType format = DType::f64);
 };
 

@@ -42,10 +42,12 @@ FC_HOST_DEVICE inline double smaller(double a, double b) { return b < a ? b : a;
 // The two bounds every evaluation carries, indexed 0 (worst case) and 1 (tight).
 inline constexpr int kWorst = 0, kTight = 1;
 
-// One row of a bounded tensor (a per-row quantity: its one element).
+// One row of a bounded tensor (a per-row quantity: its one element). An exact input (a
+// kernel's own values, a constant) has no bound matrices: null, every error 0.
 struct RowIn {
   const double* value;
   const double* bound[2];
+  FC_HOST_DEVICE double error(int v, std::int64_t c = 0) const { return bound[v] ? bound[v][c] : 0.0; }
 };
 struct RowOut {
   double* value;
@@ -251,11 +253,10 @@ FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, Ro
   const double sum_worst = kSafetyFactor * (n + 2) * kAccU;
   const double sum_tight = kSafetyFactor * (2 * kAccU + stagnated) + fp32.tight(n + 1, 1.0);
   for (int v = 0; v < 2; ++v) {
-    const double* e = s.bound[v];
-    const double e_max = max_shift(team, cols, [&](std::int64_t c) { return Perturbed{x[c], e[c]}; });
+    const double e_max = max_shift(team, cols, [&](std::int64_t c) { return Perturbed{x[c], s.error(v, c)}; });
     // How far the errors move ln sum_k p_k e^{d_k}, the normalization's share of ln p_j.
     const double e_norm =
-        weighted_log_shift(team, cols, [&](std::int64_t c) { return Perturbed{x[c] - m - log_l, e[c]}; });
+        weighted_log_shift(team, cols, [&](std::int64_t c) { return Perturbed{x[c] - m - log_l, s.error(v, c)}; });
     const double rounding = v == kWorst ? sum_worst : sum_tight;
     double sum_propagated = 0;
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
@@ -264,10 +265,10 @@ FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, Ro
         continue;
       }
       const double d = x[c] - m, pc = p.value[c];
-      const double propagated = within_range(exp_growth(pc, d - log_l, e[c] + e_norm), pc, 0, 1);
+      const double propagated = within_range(exp_growth(pc, d - log_l, s.error(v, c) + e_norm), pc, 0, 1);
       const double single = pc * (exp_rel_error(d) + weighted_exp_err + k.u_out) + 2 * kAccEta;
       p.bound[v][c] = propagated + kSafetyFactor * single + pc * rounding + k.eta_out;
-      sum_propagated += exp_growth(std::exp(d), d, e[c] + e_max);
+      sum_propagated += exp_growth(std::exp(d), d, s.error(v, c) + e_max);
     }
     sum_propagated = team.sum(sum_propagated);
     const double additions =
@@ -348,11 +349,10 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
 
   const Accumulation fp32;
   for (int v = 0; v < 2; ++v) {
-    const double* e = s.bound[v];
-    const double e_prev_max = *prev_max.bound[v], e_prev_sum = *prev_sum.bound[v];
+    const double e_prev_max = prev_max.error(v), e_prev_sum = prev_sum.error(v);
     // A max of perturbed values moves by at most the largest perturbation of those that can be the max.
     const double e_max = max_shift(team, cols + 1, [&](std::int64_t c) {
-      return c == cols ? Perturbed{mp, e_prev_max} : Perturbed{x[c], e[c]};
+      return c == cols ? Perturbed{mp, e_prev_max} : Perturbed{x[c], s.error(v, c)};
     });
     // r and p~ lie in [0, 1]: exp of a value minus a max at least as large.
     const double r_propagated =
@@ -364,7 +364,7 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
         continue;
       }
       const double d = x[c] - mn, pt = p.value[c];
-      const double propagated = within_range(exp_growth(pt, d, e[c] + e_max), pt, 0, 1);
+      const double propagated = within_range(exp_growth(pt, d, s.error(v, c) + e_max), pt, 0, 1);
       p.bound[v][c] = propagated + kSafetyFactor * (pt * (exp_rel_error(d) + k.u_out) + kAccEta) + k.eta_out;
       tile_propagated += propagated;
     }
@@ -408,9 +408,9 @@ FC_HOST_DEVICE void rescale_row(const Team& team, std::int64_t cols, RowIn acc, 
   for (std::int64_t c = team.rank(); c < cols; c += team.size()) out.value[c] = rr * acc.value[c];
   for (int v = 0; v < 2; ++v) {
     const double r_propagated =
-        defined ? within_range(exp_growth(rr, mp - mn, *prev_max.bound[v] + *new_max.bound[v]), rr, 0, 1) : 0.0;
+        defined ? within_range(exp_growth(rr, mp - mn, prev_max.error(v) + new_max.error(v)), rr, 0, 1) : 0.0;
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-      const double x = std::fabs(acc.value[c]), e = acc.bound[v][c];
+      const double x = std::fabs(acc.value[c]), e = acc.error(v, c);
       // r itself may underflow: an absolute kAccEta on r, times |acc|.
       out.bound[v][c] = rr * e + x * r_propagated + r_propagated * e +
                         kSafetyFactor * (rr * x * local_rel + (x + 1) * kAccEta) + k.eta_out;
@@ -466,13 +466,13 @@ FC_HOST_DEVICE void normalize_row(const Team& team, std::int64_t cols, RowIn acc
   }
   if (l == 0) return;  // fully masked row: output 0
   for (int v = 0; v < 2; ++v) {
-    const double e_l = *sum.bound[v];
+    const double e_l = sum.error(v);
     // acc'/l' - acc/l = ((acc' - acc) - o (l' - l)) / l', and a sum relative to its own max
     // is at least 1: l' >= max(l - E(l), 1).
     const double least_sum = larger(l - e_l, 1.0);
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
       const double o = out.value[c];
-      out.bound[v][c] = (acc.bound[v][c] + std::fabs(o) * e_l) / least_sum +
+      out.bound[v][c] = (acc.error(v, c) + std::fabs(o) * e_l) / least_sum +
                         kSafetyFactor * ((2 * kAccU + k.u_out) * std::fabs(o) + kAccEta) + k.eta_out;
     }
   }
@@ -495,10 +495,10 @@ FC_HOST_DEVICE inline void lse_element(RowIn max, RowIn sum, RowOut out, const O
   const double local = kAccU * (std::fabs(m) + 4 * std::fabs(std::log(l)) + 4) + (kAccU + k.u_out) * std::fabs(lse);
   for (int v = 0; v < 2; ++v) {
     // l' lies in [max(l - E(l), 1), l + E(l)]: a sum relative to its own max is at least 1.
-    const double e_l = *sum.bound[v];
+    const double e_l = sum.error(v);
     // log(l) - log(l - E(l)) as -log1p(-E(l)/l): the difference of two logs cancels.
     const double log_moved = larger(std::log1p(e_l / l), l - e_l >= 1 ? -std::log1p(-e_l / l) : std::log(l));
-    *out.bound[v] = *max.bound[v] + log_moved + kSafetyFactor * local + k.eta_out;
+    *out.bound[v] = max.error(v) + log_moved + kSafetyFactor * local + k.eta_out;
   }
   *out.bound[kTight] = smaller(*out.bound[kTight], *out.bound[kWorst]);
 }
@@ -536,7 +536,7 @@ FC_HOST_DEVICE void combine_row(const Team& team, std::int64_t cols, int splits,
   for (int v = 0; v < 2; ++v) {
     const double e_norm = weighted_log_shift(alone, splits, [&](std::int64_t t) {
       const RowIn l = lse(static_cast<int>(t));
-      return Perturbed{*l.value - top - log_total, *l.bound[v]};
+      return Perturbed{*l.value - top - log_total, l.error(v)};
     });
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
       double magnitude = 0, propagated = 0, peak = 0, weights_moved = 0;
@@ -544,11 +544,11 @@ FC_HOST_DEVICE void combine_row(const Team& team, std::int64_t cols, int splits,
         const RowIn l = lse(t), o_t = part(t);
         if (*l.value == -infinity()) continue;
         const double w = std::exp(*l.value - top) / total, o = o_t.value[c];
-        const double e_o = o_t.bound[v][c];
+        const double e_o = o_t.error(v, c);
         magnitude += w * std::fabs(o);
         peak = larger(peak, std::fabs(o));
         propagated += w * e_o;
-        const double moved = exp_growth(w, *l.value - top - log_total, *l.bound[v] + e_norm);
+        const double moved = exp_growth(w, *l.value - top - log_total, l.error(v) + e_norm);
         // w' o' - w o = w (o' - o) + (w' - w) o + (w' - w)(o' - o)
         weights_moved += within_range(moved, w, 0, 1) * (std::fabs(o) + e_o);
       }
@@ -593,7 +593,7 @@ FC_HOST_DEVICE void combine_lse_element(int splits, Lse lse, RowOut out, const O
     // ln sum_t e^{lse_t + d_t} moves by ln sum_t w_t e^{d_t}.
     const double propagated = weighted_log_shift(alone, splits, [&](std::int64_t t) {
       const RowIn l = lse(static_cast<int>(t));
-      return Perturbed{*l.value - top - log_total, *l.bound[v]};
+      return Perturbed{*l.value - top - log_total, l.error(v)};
     });
     *out.bound[v] = propagated + kSafetyFactor * local + k.eta_out;
   }

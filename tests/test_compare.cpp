@@ -14,8 +14,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // unless given).
 Bounded reference_of(const MatrixR& value, double bound, double tight = -1) {
   Bounded b = Bounded::exact(value);
-  b.bound.setConstant(bound);
-  b.tight.setConstant(tight < 0 ? bound : tight);
+  b.bound = MatrixR::Constant(value.rows(), value.cols(), bound);
+  b.tight = MatrixR::Constant(value.rows(), value.cols(), tight < 0 ? bound : tight);
   return b;
 }
 }  // namespace

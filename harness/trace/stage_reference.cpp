@@ -77,7 +77,7 @@ LocalReference::LocalReference(const HeadEvaluator& ev, const Shape& shape, cons
                                const QuantityMap& end_to_end, const QuantityMap& kernel, std::int64_t keys)
     : ev_(ev), in_(ev.inputs()), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel), keys_(keys) {}
 
-Bounded LocalReference::input(Quantity q, int split, int tile) const {
+const Bounded& LocalReference::input(Quantity q, int split, int tile) const {
   const QuantityKey key{q, split, tile};
   if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
   if (auto it = e2e_.find(key); it != e2e_.end()) return it->second;

@@ -40,7 +40,7 @@ class LocalReference {
   Bounded evaluate(const Stage& stage, const StageOutput& output) const;
 
  private:
-  Bounded input(Quantity q, int split, int tile) const;
+  const Bounded& input(Quantity q, int split, int tile) const;
   Bounded rescaled_input(int split, int tile) const;
   Bounded initial_rows(double value) const;
   int last_tile(int split) const;

@@ -33,8 +33,6 @@ Bounded resident_on_device(DeviceBounded d) {
   return b;
 }
 
-bool is_zero(const MatrixR& m) { return m.size() == 0 || (m.array() == 0).all(); }
-
 struct ThreadContext {
   CudaStream stream;
   gpu::CublasHandle cublas{stream.get()};
@@ -161,17 +159,10 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     for (const DevicePtr& b : v) p.push_back(b.get());
     return p;
   }
-  // b on the device: where it lives, else uploaded (bounds that are zero, an exact kernel
-  // value's, made there instead of copied).
+  // b on the device: where it lives, else uploaded (an exact one without bound matrices).
   DevicePtr device_of(const Bounded& b) const {
     if (b.device) return b.device;
-    DeviceBounded d;
-    d.format = b.format;
-    d.value = gpu::upload(b.value, s_);
-    const bool exact = is_zero(b.bound) && is_zero(b.tight);
-    d.bound = exact ? gpu::zeros(b.value.rows(), b.value.cols(), s_) : gpu::upload(b.bound, s_);
-    d.tight = exact ? gpu::zeros(b.value.rows(), b.value.cols(), s_) : gpu::upload(b.tight, s_);
-    return std::make_shared<const DeviceBounded>(std::move(d));
+    return std::make_shared<const DeviceBounded>(gpu::upload(b, s_));
   }
   double element(const DeviceMatrix& m, std::int64_t r, std::int64_t c) const {
     double x = 0;
@@ -251,13 +242,15 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
       gpu::add(magnitude, acc_abs, s_);
     }
   }
-  DeviceMatrix propagated_worst(rows, cols, s_), propagated_tight(rows, cols, s_);
-  gpu::gemm(ctx_.cublas, 1, gpu::whole(dp.bound), v_rows_abs, 0, propagated_worst);
-  gpu::gemm(ctx_.cublas, 1, gpu::whole(dp.tight), v_rows_abs, 0, propagated_tight);
-  if (acc) {
-    gpu::add(propagated_worst, device_acc->bound, s_);
-    gpu::add(propagated_tight, device_acc->tight, s_);
-  }
+  // E(p) |v| of each bound (zero for an exact p) plus acc's.
+  const auto propagated = [&](const DeviceMatrix& p_bound, const DeviceMatrix* acc_bound) {
+    DeviceMatrix m = gpu::zeros(rows, cols, s_);
+    if (p_bound.size() > 0) gpu::gemm(ctx_.cublas, 1, gpu::whole(p_bound), v_rows_abs, 0, m);
+    if (acc_bound && acc_bound->size() > 0) gpu::add(m, *acc_bound, s_);
+    return m;
+  };
+  const DeviceMatrix propagated_worst = propagated(dp.bound, acc ? &device_acc->bound : nullptr);
+  const DeviceMatrix propagated_tight = propagated(dp.tight, acc ? &device_acc->tight : nullptr);
   DeviceMatrix squares;
   if (terms.u_operand > 0) {
     DeviceMatrix p_squared(rows, keys, s_);
@@ -306,10 +299,11 @@ Metrics GpuHeadEvaluator::compare(const HeadSpot& spot, const Bounded& kernel, c
   // The reported elements, read back one by one.
   const auto report = [&](long long i) {
     const std::int64_t r = i / cols, c = i % cols;
-    const double bound = element(ref->bound, r, c);
+    const bool exact = ref->bound.size() == 0;
+    const double bound = exact ? 0.0 : element(ref->bound, r, c);
     return ElementReport{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c},
                          element(k->value, r, c), element(ref->value, r, c), bound,
-                         std::min(element(ref->tight, r, c), bound)};
+                         exact ? 0.0 : std::min(element(ref->tight, r, c), bound)};
   };
   if (d.first_over_tight >= 0) m.first_failure = report(d.first_over_tight);
   if (d.first_over_bound >= 0) m.first_worst_case_failure = report(d.first_over_bound);

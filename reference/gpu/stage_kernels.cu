@@ -30,10 +30,12 @@ struct WarpTeam {
 };
 
 // Base pointers of a bounded matrix; its row r for the shared math.
+// Null bounds: an exact tensor (stage_math.h, RowIn).
 struct BoundedIn {
   const double *value, *bound, *tight;
   std::int64_t cols;
   __device__ RowIn row(std::int64_t r) const {
+    if (!bound) return {value + r * cols, {nullptr, nullptr}};
     return {value + r * cols, {bound + r * cols, tight + r * cols}};
   }
 };
