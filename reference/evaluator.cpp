@@ -7,11 +7,13 @@ namespace {
 
 bool sized(const MatrixR& m, std::int64_t rows, std::int64_t cols) { return m.rows() == rows && m.cols() == cols; }
 
+// The top-left corner of each matrix b has (an exact b has no bounds; a b without tight).
 Bounded top_left(const Bounded& b, std::int64_t rows, std::int64_t cols) {
+  const auto corner = [&](const MatrixR& m) { return m.size() > 0 ? MatrixR(m.topLeftCorner(rows, cols)) : MatrixR(); };
   Bounded out;
-  out.value = b.value.topLeftCorner(rows, cols);
-  out.bound = b.bound.topLeftCorner(rows, cols);
-  out.tight = b.tight.topLeftCorner(rows, cols);
+  out.value = corner(b.value);
+  out.bound = corner(b.bound);
+  out.tight = corner(b.tight);
   out.format = b.format;
   return out;
 }
@@ -76,6 +78,16 @@ class HostEvaluators final : public EvaluatorSource {
 };
 
 }  // namespace
+
+Bounded captured_on_host(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+                         double scale, DType format) {
+  return Bounded::exact((rows ? head_rows(t, b, h, *rows) : head_matrix(t, b, h)) * scale, format);
+}
+
+Bounded HeadEvaluator::captured(const HostTensor& t, std::int64_t b, std::int64_t h,
+                                const std::vector<std::int64_t>* rows, double scale, DType format) const {
+  return captured_on_host(t, b, h, rows, scale, format);
+}
 
 std::unique_ptr<HeadEvaluator> host_evaluator(const HeadInputs& in) { return std::make_unique<HostEvaluator>(in); }
 

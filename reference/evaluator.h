@@ -14,6 +14,8 @@
 
 namespace fc {
 
+// One thread uses a head evaluator (the GPU's caches and stream are its own); a tensor it keeps
+// on the device is read by it alone and lives no longer than its EvaluatorSource.
 class HeadEvaluator {
  public:
   virtual ~HeadEvaluator() = default;
@@ -34,6 +36,12 @@ class HeadEvaluator {
                           const Arithmetic& a) const = 0;
   virtual Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const = 0;
 
+  // Rows `rows` (all when null) of head (b, h) of a captured [B,H,R,C] or [B,H,R] tensor,
+  // times `scale`, exact, in `format`, where this evaluator works (the GPU's uploads the
+  // rows as stored, 2 or 4 bytes an element, and widens them there).
+  virtual Bounded captured(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+                           double scale, DType format) const;
+
   // b with its matrices on the host (read back from the device where it lives there).
   virtual Bounded to_host(const Bounded& b) const = 0;
   // b where this evaluator works on it (moved to the device once, for the calls that read it).
@@ -51,7 +59,14 @@ class EvaluatorSource {
   // `in` must outlive the evaluator.
   virtual std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const = 0;
   virtual const char* device() const = 0;  // "cpu", "gpu"
+  // How many heads may be evaluated at once (0: as many as there are threads): each GPU
+  // evaluator holds a few dozen block-sized FP64 tensors on the one device.
+  virtual int concurrency() const { return 0; }
 };
+
+// HeadEvaluator::captured on the host: the rows converted to FP64 there.
+Bounded captured_on_host(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+                         double scale, DType format);
 
 // The Eigen evaluator of stage_eval.h.
 std::unique_ptr<HeadEvaluator> host_evaluator(const HeadInputs& in);

@@ -3,18 +3,17 @@
 #include "core/error.h"
 
 namespace fc {
-namespace {
-struct HeadLayout {
-  std::int64_t rows, cols, offset;
-};
 
-HeadLayout layout(const HostTensor& t, std::int64_t b, std::int64_t h) {
+HeadLayout head_layout(const HostTensor& t, std::int64_t b, std::int64_t h) {
   if (t.rank() != 3 && t.rank() != 4) {
     throw Error("expected a [B,H,R,C] or [B,H,R] tensor, got " + dims_string(t.dims()));
   }
   std::int64_t rows = t.dim(2), cols = t.rank() == 4 ? t.dim(3) : 1;
   return {rows, cols, (b * t.dim(1) + h) * rows * cols};
 }
+
+namespace {
+HeadLayout layout(const HostTensor& t, std::int64_t b, std::int64_t h) { return head_layout(t, b, h); }
 }  // namespace
 
 MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h) {

@@ -11,6 +11,13 @@ namespace fc {
 
 using MatrixR = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// Where head (b, h) of a rank-4 [B,H,R,C] (or rank-3 [B,H,R], one column) tensor lies: its
+// rows, columns and the flat index of its first element.
+struct HeadLayout {
+  std::int64_t rows, cols, offset;
+};
+HeadLayout head_layout(const HostTensor& t, std::int64_t b, std::int64_t h);
+
 // Head (b, h) of a rank-4 [B,H,R,C] tensor, or of a rank-3 [B,H,R] tensor as an R x 1
 // matrix, converted to double. Optionally only columns [col_begin, col_end).
 MatrixR head_matrix(const HostTensor& t, std::int64_t b, std::int64_t h);

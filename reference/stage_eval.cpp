@@ -41,8 +41,13 @@ void require_same_rows(const MatrixR& a, const MatrixR& b, const char* what) {
   if (a.rows() != b.rows()) throw Error(std::string("reference: row count mismatch in ") + what);
 }
 
+void require_host(const Bounded& b) {
+  if (b.on_device()) throw Error("reference: a tensor that lives on the GPU given to the host evaluation");
+}
+
 // Row r of b, for the shared row math (null bounds: exact).
 RowIn row_in(const Bounded& b, Eigen::Index r) {
+  require_host(b);
   const Eigen::Index at = r * b.value.cols();
   if (b.exact()) return {b.value.data() + at, {nullptr, nullptr}};
   return {b.value.data() + at, {b.bound.data() + at, b.tight.data() + at}};
@@ -135,6 +140,8 @@ Bounded eval_rescale(const Bounded& acc, const Bounded& prev_max, const Bounded&
 }
 
 Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, const Arithmetic& a) {
+  require_host(p);
+  if (acc) require_host(*acc);
   if (p.value.cols() != v_rows.rows()) throw Error("reference: p and v disagree in key count");
   const Eigen::Index keys = v_rows.rows();
   const stage_math::PvTerms terms = pv_terms(a, p.format, keys);

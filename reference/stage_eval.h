@@ -50,8 +50,8 @@ struct DeviceBounded;
 
 struct Bounded {
   MatrixR value;
-  MatrixR bound;                 // worst-case absolute error bound, same shape as value
-  MatrixR tight;                 // tight (probabilistic) absolute error bound, <= bound
+  MatrixR bound;                 // worst-case absolute error bound, same shape as value (empty: exact)
+  MatrixR tight;                 // tight (probabilistic) absolute error bound, <= bound (empty: exact)
   DType format = DType::f64;     // format the value is stored in (f64: exact)
   // The same three matrices on the GPU, where a GPU evaluator computed them (evaluator.h):
   // then value, bound and tight are empty until HeadEvaluator::to_host reads them back.

@@ -38,6 +38,9 @@ FC_HOST_DEVICE inline bool is_finite(double x) { return x == x && !is_inf(x); }
 // std::max and std::min exactly (the first argument wins a tie or a NaN comparison).
 FC_HOST_DEVICE inline double larger(double a, double b) { return a < b ? b : a; }
 FC_HOST_DEVICE inline double smaller(double a, double b) { return b < a ? b : a; }
+// The larger of a and b, NaN when either is: a row max that a NaN score makes NaN, so that a
+// NaN input reaches every quantity of its row (a divergence whose cause is the input).
+FC_HOST_DEVICE inline double nan_max(double a, double b) { return a != a || b != b ? a + b : larger(a, b); }
 
 // The two bounds every evaluation carries, indexed 0 (worst case) and 1 (tight).
 inline constexpr int kWorst = 0, kTight = 1;
@@ -54,6 +57,7 @@ struct RowOut {
   double* bound[2];
 };
 
+// A team's max must give every member the same result, NaN included (nan_max).
 struct SerialTeam {
   FC_HOST_DEVICE int rank() const { return 0; }
   FC_HOST_DEVICE int size() const { return 1; }
@@ -209,7 +213,7 @@ FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, Ro
                                 const OutputTerms& k) {
   const double* x = s.value;
   double m = -infinity();
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) m = larger(m, x[c]);
+  for (std::int64_t c = team.rank(); c < cols; c += team.size()) m = nan_max(m, x[c]);
   m = team.max(m);
   if (m == -infinity()) {  // fully masked row: probabilities 0, max -inf, sum 0
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
@@ -302,8 +306,8 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
   const double* x = s.value;
   const double mp = *prev_max.value, lp = *prev_sum.value;
   double mn = -infinity();
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) mn = larger(mn, x[c]);
-  mn = larger(mp, team.max(mn));
+  for (std::int64_t c = team.rank(); c < cols; c += team.size()) mn = nan_max(mn, x[c]);
+  mn = nan_max(mp, team.max(mn));
   if (mn == -infinity()) {  // nothing attended yet
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
       p.value[c] = 0;

@@ -118,6 +118,23 @@ TEST_CASE("a fully masked row has max -inf, sum 0, probabilities 0 and output 0"
   CHECK(t.lse.get(0) == -kInf);
 }
 
+TEST_CASE("a NaN score makes its row NaN in every chain, never a masked row", "[reference]") {
+  AttentionInputs in = hand_inputs(2, 3, 1, {1, 2}, {1, 2, 3}, {1, 2, 3});
+  in.q.set(1, std::numeric_limits<double>::quiet_NaN());  // row 1's every score is NaN
+  const HeadInputs head = head_inputs(in, 0, 0);
+  const ChainArithmetic a = nominal_arithmetic(DType::f32);
+  const FullReference f = full_reference(head, a);
+  const BlockedReference b = blocked_reference(head, 0, 3, 2, a);
+  for (const Bounded* out : {&f.out, &b.out}) {
+    CHECK(std::isnan(out->value(1, 0)));
+    CHECK(std::isfinite(out->value(0, 0)));
+  }
+  CHECK(std::isnan(f.softmax.max.value(1, 0)));
+  CHECK(std::isnan(f.lse.value(1, 0)));
+  CHECK(std::isnan(b.lse.value(1, 0)));
+  CHECK(std::isnan(b.tiles[0].softmax.max.value(1, 0)));
+}
+
 TEST_CASE("an additive bias of -inf masks exactly like a boolean mask", "[reference]") {
   AttentionInputs biased = hand_inputs(2, 3, 1, {1, 2}, {1, 2, 3}, {1, 2, 3});
   AttentionInputs boolean = biased;

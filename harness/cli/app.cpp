@@ -110,12 +110,14 @@ void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& 
       ->group("Output");
 }
 
-// --reference cpu|gpu|auto: where the FP64 reference runs.
-void add_reference_option(CLI::App& app, JudgeOptions& judge) {
+// --reference cpu|gpu|auto: where the FP64 reference runs; `live`: the implementation runs
+// here (auto may take the GPU), else a recorded run is judged (auto is the CPU).
+void add_reference_option(CLI::App& app, JudgeOptions& judge, bool live) {
   app.add_option_function<std::string>(
          "--reference", [&judge](const std::string& v) { judge.reference = parse_reference_device(v); },
-         "where the FP64 reference runs: cpu (Eigen), gpu (cuBLAS DGEMM and the same stage arithmetic on the "
-         "device) or auto (default: the GPU when the implementation runs on one)")
+         std::string("where the FP64 reference runs: cpu (Eigen), gpu (cuBLAS DGEMM and the same stage arithmetic "
+                     "on the device) or auto (default: ") +
+             (live ? "the GPU when the implementation runs on one)" : "the CPU)"))
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->group("Judging");
 }
@@ -154,7 +156,7 @@ int run_cli(int argc, char** argv) {
                  "plant a fault (`list` shows them) in the implementations that have it; the others are skipped");
   add_case_options(app, trace.plan);
   add_bound_option(app, trace.judge);
-  add_reference_option(app, trace.judge);
+  add_reference_option(app, trace.judge, true);
   app.add_option_function<std::string>(
          "--rows", [&trace](const std::string& v) { trace.judge.rows = parse_rows(v); },
          "query rows compared: all (default), N a head (first and last, block and tile boundaries, rows where "
@@ -201,11 +203,12 @@ int run_cli(int argc, char** argv) {
   ReplayCommand replay;
   replay.command_line = trace.command_line;
   CLI::App* replay_cmd = app.add_subcommand(
-      "replay", "recompute the references and comparisons of a snapshot on the CPU and report as the live run did");
+      "replay", "recompute the references and comparisons of a snapshot (on the CPU unless --reference gpu) and report "
+                "as the live run did");
   replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required();
   add_report_options(*replay_cmd, replay.reports, "snapshot");
   add_bound_option(*replay_cmd, replay.judge);
-  add_reference_option(*replay_cmd, replay.judge);
+  add_reference_option(*replay_cmd, replay.judge, false);
   add_quiet_flag(*replay_cmd, replay.quiet);
 
   DiffCommand diff;
@@ -246,7 +249,7 @@ int run_cli(int argc, char** argv) {
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
   add_report_options(*triage_cmd, triage.reports, "implementation");
   add_bound_option(*triage_cmd, triage.judge);
-  add_reference_option(*triage_cmd, triage.judge);
+  add_reference_option(*triage_cmd, triage.judge, true);
   add_quiet_flag(*triage_cmd, triage.quiet);
 
   FixturesCommand fixtures;

@@ -1,6 +1,6 @@
 // flashcore-check bench: every figure as a ratio to a baseline measured in the same run.
 //   reference  FP64 reference GFLOP/s  vs  Eigen FP64 GEMM GFLOP/s on this CPU
-//   gpu reference  the same on the GPU (--reference gpu)  vs  cuBLAS DGEMM GFLOP/s on the device
+//   gpu reference  the same on the GPU (what --reference gpu judges with)  vs  cuBLAS DGEMM GFLOP/s on the device
 //   flags      flag-kernel bytes/s     vs  device-to-device copy (bytes read + written)/s
 //   trace      traced run (flags on every stage, no host copies)  vs  the untraced run
 //   impls      TFLOP/s (4 B H Sq Sk D / time); scripts/gpu-check sets them beside PyTorch SDPA

@@ -111,7 +111,7 @@ __global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, con
     const std::int64_t r = i / cols, c = i % cols;
     const double k = kernel[r * kernel_ld + c], x = value[r * ref_ld + c];
     const double b = bound ? bound[r * ref_ld + c] : 0.0;  // null: an exact reference
-    const double t = bound ? stage_math::smaller(tight[r * ref_ld + c], b) : b;
+    const double t = bound && tight ? stage_math::smaller(tight[r * ref_ld + c], b) : b;
     if (k != k) ++p.counts[0];
     if (k == infinity()) ++p.counts[1];
     if (k == -infinity()) ++p.counts[2];
@@ -187,8 +187,10 @@ DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBound
   const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1024));
   Partial* partials = nullptr;
   FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&partials), blocks * sizeof(Partial), stream));
+  const bool bounded = reference.bound.size() > 0, tight = reference.tight.size() > 0;
   compare_kernel<<<blocks, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(),
-                                                  reference.bound.data(), reference.tight.data(),
+                                                  bounded ? reference.bound.data() : nullptr,
+                                                  tight ? reference.tight.data() : nullptr,
                                                   reference.value.cols(), rows, cols, format, partials);
   const cudaError_t launched = cudaGetLastError();
   std::vector<Partial> host(blocks);

@@ -62,6 +62,7 @@ void gemm(const CublasHandle& handle, double alpha, const Operand& a, const Oper
   if (b.op_rows() != k || c.rows() != m || c.cols() != n) throw Error("gpu reference: GEMM operands disagree in shape");
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: C = beta C
+    if (beta != 0 && beta != 1) throw Error("gpu reference: an empty GEMM with beta other than 0 or 1");
     if (beta == 0) {
       cudaStream_t stream = nullptr;
       FC_CUBLAS(cublasGetStream(handle.get(), &stream));

@@ -29,6 +29,7 @@ class DeviceMatrix {
   std::int64_t cols() const { return cols_; }
   std::int64_t size() const { return rows_ * cols_; }
   double* row(std::int64_t r) const { return data_ + r * cols_; }
+  cudaStream_t stream() const { return stream_; }  // the stream it is allocated and freed on
 
  private:
   void release() noexcept;

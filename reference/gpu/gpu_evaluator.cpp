@@ -22,6 +22,9 @@ using gpu::DeviceMatrix;
 
 // Keys summed per GEMM when the largest partial sum of P.V is tracked: as eval_pv does.
 constexpr std::int64_t kPrefixBlock = 64;
+// Heads (blocks of rows) evaluated at once, each on its own stream: enough host threads to
+// keep the device busy, few enough that their FP64 tensors fit beside the kernel's buffers.
+constexpr int kConcurrentHeads = 16;
 
 using DevicePtr = std::shared_ptr<const DeviceBounded>;
 
@@ -140,6 +143,24 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     return resident_on_device(std::move(out));
   }
 
+  Bounded captured(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+                   double scale, DType format) const override {
+    const HeadLayout l = head_layout(t, b, h);
+    const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
+    const std::int64_t first = rows && !rows->empty() ? rows->front() : 0;
+    bool consecutive = first >= 0 && first + count <= l.rows;
+    for (std::int64_t i = 0; rows && consecutive && i < count; ++i) consecutive = (*rows)[i] == first + i;
+    // Rows spread over the head (a sample) or a format not widened here: converted on the host.
+    if (!consecutive || !gpu::widens(t.dtype())) return resident(captured_on_host(t, b, h, rows, scale, format));
+    DeviceBounded d;
+    d.format = format;
+    d.value = DeviceMatrix(count, l.cols, s_);
+    const auto* stored = static_cast<const unsigned char*>(t.data()) +
+                         static_cast<std::size_t>(l.offset + first * l.cols) * dtype_size(t.dtype());
+    gpu::widen(stored, t.dtype(), count * l.cols, scale, d.value, s_);
+    return resident_on_device(std::move(d));
+  }
+
   Bounded to_host(const Bounded& b) const override { return b.on_device() ? gpu::download(*b.device, s_) : b; }
   Bounded resident(const Bounded& b) const override {
     Bounded r;
@@ -161,7 +182,11 @@ class GpuHeadEvaluator final : public HeadEvaluator {
   }
   // b on the device: where it lives, else uploaded (an exact one without bound matrices).
   DevicePtr device_of(const Bounded& b) const {
-    if (b.device) return b.device;
+    if (b.device) {
+      // Kept in stream order on its own thread's stream alone (evaluator.h).
+      if (b.device->value.stream() != s_) throw Error("gpu reference: a tensor of another thread's evaluator");
+      return b.device;
+    }
     return std::make_shared<const DeviceBounded>(gpu::upload(b, s_));
   }
   double element(const DeviceMatrix& m, std::int64_t r, std::int64_t c) const {
@@ -299,11 +324,11 @@ Metrics GpuHeadEvaluator::compare(const HeadSpot& spot, const Bounded& kernel, c
   // The reported elements, read back one by one.
   const auto report = [&](long long i) {
     const std::int64_t r = i / cols, c = i % cols;
-    const bool exact = ref->bound.size() == 0;
+    const bool exact = ref->bound.size() == 0, has_tight = ref->tight.size() > 0;
     const double bound = exact ? 0.0 : element(ref->bound, r, c);
     return ElementReport{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c},
                          element(k->value, r, c), element(ref->value, r, c), bound,
-                         exact ? 0.0 : std::min(element(ref->tight, r, c), bound)};
+                         has_tight ? std::min(element(ref->tight, r, c), bound) : bound};
   };
   if (d.first_over_tight >= 0) m.first_failure = report(d.first_over_tight);
   if (d.first_over_bound >= 0) m.first_worst_case_failure = report(d.first_over_bound);
@@ -319,21 +344,29 @@ class GpuEvaluators final : public EvaluatorSource {
   GpuEvaluators() {
     std::string why;
     if (!cuda_device_available(&why)) throw Error("--reference gpu: " + why);
+    // The stream-ordered pool keeps what is freed while the evaluators run (its default gives
+    // memory back to the driver at every synchronization, and blocks allocate the same sizes
+    // again and again); the destructor trims it.
+    int device = 0;
+    FC_CUDA(cudaGetDevice(&device));
+    FC_CUDA(cudaDeviceGetDefaultMemPool(&pool_, device));
+    std::uint64_t keep = UINT64_MAX;
+    FC_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
   }
   ~GpuEvaluators() override {
     contexts_.clear();
-    // Give the stream-ordered pool's memory back for the kernels judged next.
-    cudaMemPool_t pool = nullptr;
-    int device = 0;
-    if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-      cudaMemPoolTrimTo(pool, 0);
-    }
+    // Give the pool's memory back for the kernels judged next.
+    std::uint64_t release = 0;
+    cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &release);
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(pool_, 0);
   }
 
   std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const override {
     return std::make_unique<GpuHeadEvaluator>(context(), in);
   }
   const char* device() const override { return "gpu"; }
+  int concurrency() const override { return kConcurrentHeads; }
 
  private:
   ThreadContext& context() const {
@@ -343,6 +376,7 @@ class GpuEvaluators final : public EvaluatorSource {
     return *c;
   }
 
+  cudaMemPool_t pool_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::map<std::thread::id, std::unique_ptr<ThreadContext>> contexts_;
 };

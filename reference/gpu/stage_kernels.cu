@@ -1,5 +1,8 @@
 #include "reference/gpu/stage_kernels.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "core/check.h"
@@ -24,7 +27,8 @@ struct WarpTeam {
     return x;
   }
   __device__ double max(double x) const {
-    for (int offset = 16; offset > 0; offset /= 2) x = stage_math::larger(x, __shfl_xor_sync(0xffffffffu, x, offset));
+    // nan_max is symmetric (NaN from either side), so every lane ends with the same value.
+    for (int offset = 16; offset > 0; offset /= 2) x = stage_math::nan_max(x, __shfl_xor_sync(0xffffffffu, x, offset));
     return x;
   }
 };
@@ -68,6 +72,20 @@ __global__ void nominal_kernel(const double* x, std::int64_t n, double floor, do
   FC_GRID_STRIDE(i, n) {
     const double a = fabs(x[i]);
     out[i] = floor > 0 && x[i] != 0 ? stage_math::larger(a, floor) : a;
+  }
+}
+
+// Formats as widen_kernel reads them: 0 fp16, 1 bf16, 2 fp32, 3 fp64.
+__global__ void widen_kernel(const void* raw, int format, std::int64_t n, double scale, double* out) {
+  FC_GRID_STRIDE(i, n) {
+    double x;
+    switch (format) {
+      case 0: x = __half2float(__ushort_as_half(static_cast<const unsigned short*>(raw)[i])); break;
+      case 1: x = __bfloat162float(__ushort_as_bfloat16(static_cast<const unsigned short*>(raw)[i])); break;
+      case 2: x = static_cast<const float*>(raw)[i]; break;
+      default: x = static_cast<const double*>(raw)[i];
+    }
+    out[i] = x * scale;
   }
 }
 
@@ -202,6 +220,24 @@ void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& o, cudaStream_t 
   if (x.size() == 0) return;
   nominal_kernel<<<element_blocks(x.size()), kThreads, 0, stream>>>(x.data(), x.size(), floor, o.data());
   FC_CUDA_LAUNCH();
+}
+
+bool widens(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64; }
+
+void widen(const void* host, DType t, std::int64_t n, double scale, DeviceMatrix& o, cudaStream_t stream) {
+  if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));
+  if (n == 0) return;
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(t);
+  void* raw = nullptr;
+  FC_CUDA(cudaMallocAsync(&raw, bytes, stream));
+  const cudaError_t copied = cudaMemcpyAsync(raw, host, bytes, cudaMemcpyHostToDevice, stream);
+  const int format = t == DType::f16 ? 0 : t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3;
+  if (copied == cudaSuccess) widen_kernel<<<element_blocks(n), kThreads, 0, stream>>>(raw, format, n, scale, o.data());
+  const cudaError_t launched = cudaGetLastError();
+  const cudaError_t freed = cudaFreeAsync(raw, stream);
+  FC_CUDA(copied);
+  FC_CUDA(launched);
+  FC_CUDA(freed);
 }
 
 void square(const DeviceMatrix& x, DeviceMatrix& o, cudaStream_t stream) {

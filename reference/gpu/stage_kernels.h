@@ -11,6 +11,12 @@ namespace fc::gpu {
 
 // out = |x|, or with a floor > 0 (tensor cores) max(|x|, floor) where x is nonzero.
 void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& out, cudaStream_t stream);
+// The formats widen() reads: fp16, bf16, fp32, fp64.
+bool widens(DType t);
+// out (n elements) = scale x the n elements at `host` stored in format t, copied as stored
+// (2, 4 or 8 bytes an element) and widened to FP64 on the device.
+void widen(const void* host, DType t, std::int64_t n, double scale, DeviceMatrix& out, cudaStream_t stream);
+
 // out = x^2, element by element.
 void square(const DeviceMatrix& x, DeviceMatrix& out, cudaStream_t stream);
 // into += x.

@@ -15,6 +15,7 @@
 #include "catch.h"
 #include "harness/inputs.h"
 #include "harness/trace/evaluate.h"
+#include "harness/trace/row_sample.h"
 #include "harness/trace/session.h"
 #include "kernels/common/device_inputs.h"
 #include "core/numeric.h"
@@ -183,6 +184,11 @@ TEST_CASE("the GPU reference computes every chain and stage function as the Eige
       label << c.shape.to_string() << " " << c.mask << " " << c.dist << " b=" << b << " h=" << h;
       check_head(head_inputs(in, b, h), *gpu, label.str());
     }
+    if (&c == &cases[0]) {  // a NaN input reaches its row's every quantity on both devices alike
+      HeadInputs with_nan = head_inputs(in, 0, 0);
+      with_nan.q(3, 5) = std::numeric_limits<double>::quiet_NaN();
+      check_head(with_nan, *gpu, c.shape.to_string() + " with a NaN in q row 3");
+    }
   }
 }
 
@@ -204,34 +210,47 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
       if (!fault.empty()) run_impl->inject(fault);
       const TraceRun run = run_traced(*run_impl, in, &device, true);
       REQUIRE(run.error.empty());
-      std::vector<OutputReferences> refs_cpu, refs_gpu;
-      const std::vector<OutputResult> cpu = evaluate_outputs(in, run, &refs_cpu);
-      const std::vector<OutputResult> on_gpu =
-          evaluate_outputs(in, run, &refs_gpu, BoundChoice::tight, nullptr, kRowBlockElements, std::nullopt, *gpu);
-      REQUIRE(cpu.size() == on_gpu.size());
-      int compared = 0;
-      for (std::size_t i = 0; i < cpu.size(); ++i) {
-        INFO(cpu[i].name);
-        CHECK(cpu[i].end_to_end.passed() == on_gpu[i].end_to_end.passed());
-        CHECK(cpu[i].local.passed() == on_gpu[i].local.passed());
-        CHECK(cpu[i].end_to_end.failures() == on_gpu[i].end_to_end.failures());
-        CHECK(cpu[i].local.failures() == on_gpu[i].local.failures());
-        if (i >= refs_cpu.size() || refs_cpu[i].end_to_end.empty()) continue;
-        ++compared;
-        const OutputReferences &c = refs_cpu[i], &g = refs_gpu[i];
-        const std::pair<const HostTensor*, const HostTensor*> tensors[] = {
-            {&c.end_to_end, &g.end_to_end}, {&c.end_to_end_bound, &g.end_to_end_bound},
-            {&c.end_to_end_tight, &g.end_to_end_tight}, {&c.local, &g.local},
-            {&c.local_bound, &g.local_bound}, {&c.local_tight, &g.local_tight}};
-        for (const auto& [x, y] : tensors) {
-          const Dims& d = x->dims();
-          const std::int64_t cols = d.size() == 4 ? d[3] : 1;
-          const Eigen::Map<const MatrixR> mx(x->data_as<double>(), x->numel() / cols, cols);
-          const Eigen::Map<const MatrixR> my(y->data_as<double>(), y->numel() / cols, cols);
-          CHECK(deviation(mx, my) <= kAgreement);
+      // Whole heads, blocks of 16 rows (the captures read from a first row past 0), and a
+      // sample of 16 rows a head (rows spread over the head).
+      const RowSample sample = sample_rows(in.problem, run.graph, parse_rows("16"));
+      struct Way {
+        const char* name;
+        const RowSample* sample;
+        std::int64_t block_elements;
+      };
+      for (const Way& way : {Way{"whole heads", nullptr, kRowBlockElements}, Way{"row blocks", nullptr, 16 * 190},
+                             Way{"row sample", &sample, kRowBlockElements}}) {
+        INFO(way.name);
+        std::vector<OutputReferences> refs_cpu, refs_gpu;
+        const std::vector<OutputResult> cpu =
+            evaluate_outputs(in, run, &refs_cpu, BoundChoice::tight, way.sample, way.block_elements);
+        const std::vector<OutputResult> on_gpu = evaluate_outputs(in, run, &refs_gpu, BoundChoice::tight, way.sample,
+                                                                  way.block_elements, std::nullopt, *gpu);
+        REQUIRE(cpu.size() == on_gpu.size());
+        int compared = 0;
+        for (std::size_t i = 0; i < cpu.size(); ++i) {
+          INFO(cpu[i].name);
+          CHECK(cpu[i].end_to_end.passed() == on_gpu[i].end_to_end.passed());
+          CHECK(cpu[i].local.passed() == on_gpu[i].local.passed());
+          CHECK(cpu[i].end_to_end.failures() == on_gpu[i].end_to_end.failures());
+          CHECK(cpu[i].local.failures() == on_gpu[i].local.failures());
+          if (i >= refs_cpu.size() || refs_cpu[i].end_to_end.empty()) continue;
+          ++compared;
+          const OutputReferences &c = refs_cpu[i], &g = refs_gpu[i];
+          const std::pair<const HostTensor*, const HostTensor*> tensors[] = {
+              {&c.end_to_end, &g.end_to_end}, {&c.end_to_end_bound, &g.end_to_end_bound},
+              {&c.end_to_end_tight, &g.end_to_end_tight}, {&c.local, &g.local},
+              {&c.local_bound, &g.local_bound}, {&c.local_tight, &g.local_tight}};
+          for (const auto& [x, y] : tensors) {
+            const Dims& d = x->dims();
+            const std::int64_t cols = d.size() == 4 ? d[3] : 1;
+            const Eigen::Map<const MatrixR> mx(x->data_as<double>(), x->numel() / cols, cols);
+            const Eigen::Map<const MatrixR> my(y->data_as<double>(), y->numel() / cols, cols);
+            CHECK(deviation(mx, my) <= kAgreement);
+          }
         }
+        CHECK(compared > 0);
       }
-      CHECK(compared > 0);
     }
   }
 }
