@@ -206,20 +206,32 @@ struct OutputTerms {
   double u_out = 0, eta_out = 0, eta_f32 = 0;
 };
 
+// The largest score of a row, NaN when a score is (nan_max), -inf when every one is masked.
+template <class Team>
+FC_HOST_DEVICE double row_max(const Team& team, std::int64_t cols, const double* x) {
+  double m = -infinity();
+  for (std::int64_t c = team.rank(); c < cols; c += team.size()) m = nan_max(m, x[c]);
+  return team.max(m);
+}
+
+// The probabilities of a row with nothing attended: 0, off by at most rounding near zero.
+template <class Team>
+FC_HOST_DEVICE void unattended(const Team& team, std::int64_t cols, RowOut p, double eta_out) {
+  for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
+    p.value[c] = 0;
+    p.bound[kWorst][c] = p.bound[kTight][c] = eta_out;
+  }
+}
+
 // ---- softmax over a whole row: p, the row max and the row sum of exp(s - max).
 
 template <class Team>
 FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, RowOut p, RowOut max, RowOut sum,
                                 const OutputTerms& k) {
   const double* x = s.value;
-  double m = -infinity();
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) m = nan_max(m, x[c]);
-  m = team.max(m);
+  const double m = row_max(team, cols, x);
   if (m == -infinity()) {  // fully masked row: probabilities 0, max -inf, sum 0
-    for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-      p.value[c] = 0;
-      p.bound[kWorst][c] = p.bound[kTight][c] = k.eta_out;
-    }
+    unattended(team, cols, p, k.eta_out);
     if (team.leader()) {
       *max.value = -infinity();
       *max.bound[kWorst] = *max.bound[kTight] = 0;
@@ -305,14 +317,9 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
                                        const OutputTerms& k) {
   const double* x = s.value;
   const double mp = *prev_max.value, lp = *prev_sum.value;
-  double mn = -infinity();
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) mn = nan_max(mn, x[c]);
-  mn = nan_max(mp, team.max(mn));
+  const double mn = nan_max(mp, row_max(team, cols, x));
   if (mn == -infinity()) {  // nothing attended yet
-    for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-      p.value[c] = 0;
-      p.bound[kWorst][c] = p.bound[kTight][c] = k.eta_out;
-    }
+    unattended(team, cols, p, k.eta_out);
     if (team.leader()) {
       *max.value = mn;
       *rescale.value = 0;

@@ -257,18 +257,14 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
       spot.rows = rows;
       Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
-      const auto read = [&](const HostTensor& t) -> MatrixR {
-        return (rows ? head_rows(t, b, h, *rows) : head_matrix(t, b, h)) * out.value_scale;
-      };
-      MatrixR k = read(c.tensor);
-      MatrixR twin = twins[n] ? read(twins[n]->tensor) : MatrixR();
       if (rows) e.rows = static_cast<std::int64_t>(rows->size());
-      k = k.topLeftCorner(e.rows, e.cols).eval();
-      const Bounded produced_values = ev->resident(Bounded::exact(k, out.dtype));
+      const auto values = [&](const HostTensor& t) { return ev->captured(t, b, h, rows, out.value_scale, out.dtype); };
+      const Bounded produced_values = values(c.tensor);
       HeadMetrics m{ev->compare(spot, produced_values, e2e.at(key_of(stage, out)), e.rows, e.cols, out.dtype, judged_by),
                     Metrics{}};
+      // Bit for bit against the trace build's: an exact reference, every bound 0.
       if (twins[n]) {
-        m.local = compare_head(spot, k, Bounded::exact(twin.topLeftCorner(e.rows, e.cols), out.dtype), out.dtype, judged_by);
+        m.local = ev->compare(spot, produced_values, values(twins[n]->tensor), e.rows, e.cols, out.dtype, judged_by);
       }
       mine.push_back(m);
     }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <vector>
 
 #include "core/check.h"
 #include "reference/stage_math.h"
@@ -151,6 +150,57 @@ __global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, con
   if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
 }
 
+struct Reported {
+  const double *kernel, *value, *bound, *tight;
+  std::int64_t kernel_ld, ref_ld, cols;
+
+  __device__ ReportedElement at(long long i) const {
+    ReportedElement e;
+    if (i == kNone) return e;
+    const std::int64_t r = i / cols, c = i % cols;
+    e.index = i;
+    e.kernel = kernel[r * kernel_ld + c];
+    e.reference = value[r * ref_ld + c];
+    e.bound = bound ? bound[r * ref_ld + c] : 0.0;
+    e.tight = bound && tight ? stage_math::smaller(tight[r * ref_ld + c], e.bound) : e.bound;
+    return e;
+  }
+};
+
+// The blocks' partials folded into one (a block of kThreads), and the reported elements read.
+__global__ void finish_kernel(const Partial* partials, unsigned count, Reported reported, DeviceComparison* out) {
+  __shared__ Partial shared[kThreads];
+  Partial p{};
+  p.first_over_tight = p.first_over_bound = p.worst = kNone;
+  for (unsigned i = threadIdx.x; i < count; i += kThreads) fold(p, partials[i]);
+  shared[threadIdx.x] = p;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) fold(shared[threadIdx.x], shared[threadIdx.x + stride]);
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  const Partial& t = shared[0];
+  DeviceComparison d;
+  d.nan_kernel = t.counts[0];
+  d.posinf_kernel = t.counts[1];
+  d.neginf_kernel = t.counts[2];
+  d.masked_neg_inf = t.counts[3];
+  d.nan_reference = t.counts[4];
+  d.inf_reference = t.counts[5];
+  d.over_bound = t.counts[6];
+  d.over_tight = t.counts[7];
+  d.max_abs_error = t.max_abs;
+  d.max_rel_error = t.max_rel;
+  d.max_normalized_error = t.max_normalized;
+  d.max_ulp = t.max_ulp;
+  d.first_over_tight = reported.at(t.first_over_tight);
+  d.first_over_bound = reported.at(t.first_over_bound);
+  d.worst = reported.at(t.worst);
+  d.worst_tight = t.worst_tight;
+  *out = d;
+}
+
 int format_code(DType t) {
   switch (t) {
     case DType::f16: return 0;
@@ -158,21 +208,6 @@ int format_code(DType t) {
     case DType::f32: return 2;
     case DType::f64: return 3;
     default: throw Error(std::string("no ULPs for ") + dtype_name(t));
-  }
-}
-
-void fold_host(Partial& a, const Partial& b) {
-  for (int i = 0; i < 8; ++i) a.counts[i] += b.counts[i];
-  a.max_abs = std::max(a.max_abs, b.max_abs);
-  a.max_rel = std::max(a.max_rel, b.max_rel);
-  a.max_normalized = std::max(a.max_normalized, b.max_normalized);
-  a.max_ulp = std::max(a.max_ulp, b.max_ulp);
-  a.first_over_tight = std::min(a.first_over_tight, b.first_over_tight);
-  a.first_over_bound = std::min(a.first_over_bound, b.first_over_bound);
-  if (b.worst != kNone && (a.worst == kNone || b.worst_tight > a.worst_tight ||
-                           (b.worst_tight == a.worst_tight && b.worst < a.worst))) {
-    a.worst = b.worst;
-    a.worst_tight = b.worst_tight;
   }
 }
 
@@ -187,38 +222,25 @@ DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBound
   const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1024));
   Partial* partials = nullptr;
   FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&partials), blocks * sizeof(Partial), stream));
-  const bool bounded = reference.bound.size() > 0, tight = reference.tight.size() > 0;
-  compare_kernel<<<blocks, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(),
-                                                  bounded ? reference.bound.data() : nullptr,
-                                                  tight ? reference.tight.data() : nullptr,
+  const double* bound = reference.bound.size() > 0 ? reference.bound.data() : nullptr;
+  const double* tight = reference.tight.size() > 0 ? reference.tight.data() : nullptr;
+  compare_kernel<<<blocks, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(), bound, tight,
                                                   reference.value.cols(), rows, cols, format, partials);
-  const cudaError_t launched = cudaGetLastError();
-  std::vector<Partial> host(blocks);
-  const cudaError_t copied =
-      cudaMemcpyAsync(host.data(), partials, blocks * sizeof(Partial), cudaMemcpyDeviceToHost, stream);
-  const cudaError_t freed = cudaFreeAsync(partials, stream);
-  FC_CUDA(launched);
-  FC_CUDA(copied);
-  FC_CUDA(freed);
+  cudaError_t status = cudaGetLastError();
+  DeviceComparison* result = nullptr;
+  if (status == cudaSuccess) status = cudaMallocAsync(reinterpret_cast<void**>(&result), sizeof *result, stream);
+  if (status == cudaSuccess) {
+    const Reported reported{kernel.data(), reference.value.data(), bound, tight, kernel.cols(), reference.value.cols(),
+                            cols};
+    finish_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, reported, result);
+    status = cudaGetLastError();
+  }
+  // One read-back: the metrics and the reported elements together.
+  if (status == cudaSuccess) status = cudaMemcpyAsync(&out, result, sizeof out, cudaMemcpyDeviceToHost, stream);
+  cudaFreeAsync(partials, stream);
+  if (result) cudaFreeAsync(result, stream);
+  FC_CUDA(status);
   FC_CUDA(cudaStreamSynchronize(stream));
-  Partial total = host[0];
-  for (unsigned b = 1; b < blocks; ++b) fold_host(total, host[b]);
-  out.nan_kernel = total.counts[0];
-  out.posinf_kernel = total.counts[1];
-  out.neginf_kernel = total.counts[2];
-  out.masked_neg_inf = total.counts[3];
-  out.nan_reference = total.counts[4];
-  out.inf_reference = total.counts[5];
-  out.over_bound = total.counts[6];
-  out.over_tight = total.counts[7];
-  out.max_abs_error = total.max_abs;
-  out.max_rel_error = total.max_rel;
-  out.max_normalized_error = total.max_normalized;
-  out.max_ulp = total.max_ulp;
-  out.first_over_tight = total.first_over_tight == kNone ? -1 : total.first_over_tight;
-  out.first_over_bound = total.first_over_bound == kNone ? -1 : total.first_over_bound;
-  out.worst = total.worst == kNone ? -1 : total.worst;
-  out.worst_tight = total.worst_tight;
   return out;
 }
 

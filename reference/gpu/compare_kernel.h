@@ -8,14 +8,21 @@
 
 namespace fc::gpu {
 
+// An element the report names: its row-major index in the compared rows x cols (-1: none),
+// the kernel's value, the reference and both bounds (tight already capped at the worst case).
+struct ReportedElement {
+  long long index = -1;
+  double kernel = 0, reference = 0, bound = 0, tight = 0;
+};
+
 struct DeviceComparison {
   long long nan_kernel = 0, posinf_kernel = 0, neginf_kernel = 0, masked_neg_inf = 0;
   long long nan_reference = 0, inf_reference = 0, over_bound = 0, over_tight = 0;
   double max_abs_error = 0, max_rel_error = 0, max_normalized_error = 0;
   long long max_ulp = 0;
-  // Row-major indices in the compared rows x cols (-1: none): the first over each bound, and
-  // the first of the largest error / tight bound (which is `worst_tight`).
-  long long first_over_tight = -1, first_over_bound = -1, worst = -1;
+  // The first element over the tight bound, over the worst-case bound, and the first of the
+  // largest error / tight bound (which is `worst_tight`).
+  ReportedElement first_over_tight, first_over_bound, worst;
   double worst_tight = 0;
 };
 

@@ -189,12 +189,6 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     }
     return std::make_shared<const DeviceBounded>(gpu::upload(b, s_));
   }
-  double element(const DeviceMatrix& m, std::int64_t r, std::int64_t c) const {
-    double x = 0;
-    FC_CUDA(cudaMemcpyAsync(&x, m.data() + r * m.cols() + c, sizeof x, cudaMemcpyDeviceToHost, s_));
-    FC_CUDA(cudaStreamSynchronize(s_));
-    return x;
-  }
 
   // |x| as the accumulation sees it (stage_terms.h, nominal_floor), kept per input and floor.
   const DeviceMatrix& nominal(const DeviceMatrix& x, double floor) const {
@@ -269,31 +263,37 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
   }
   // E(p) |v| of each bound (zero for an exact p) plus acc's.
   const auto propagated = [&](const DeviceMatrix& p_bound, const DeviceMatrix* acc_bound) {
-    DeviceMatrix m = gpu::zeros(rows, cols, s_);
+    DeviceMatrix m = p_bound.size() > 0 ? DeviceMatrix(rows, cols, s_) : gpu::zeros(rows, cols, s_);
     if (p_bound.size() > 0) gpu::gemm(ctx_.cublas, 1, gpu::whole(p_bound), v_rows_abs, 0, m);
     if (acc_bound && acc_bound->size() > 0) gpu::add(m, *acc_bound, s_);
     return m;
   };
   const DeviceMatrix propagated_worst = propagated(dp.bound, acc ? &device_acc->bound : nullptr);
   const DeviceMatrix propagated_tight = propagated(dp.tight, acc ? &device_acc->tight : nullptr);
-  DeviceMatrix squares;
-  if (terms.u_operand > 0) {
+  // With operand rounding: sum p^2 v^2, and the value rows' per-column sums (small: formed on
+  // the host from the same inputs).
+  const bool rounded = terms.u_operand > 0;
+  DeviceMatrix squares, operand_floor = gpu::zeros(1, cols, s_), v_norm;
+  if (rounded) {
     DeviceMatrix p_squared(rows, keys, s_);
     gpu::square(dp.value, p_squared, s_);
     squares = DeviceMatrix(rows, cols, s_);
     gpu::gemm(ctx_.cublas, 1, gpu::whole(p_squared), gpu::rows_of(squared_values(), key_begin, keys), 0, squares);
+    const auto v_rows = in_.v.middleRows(key_begin, keys);
+    operand_floor = gpu::upload(MatrixR(terms.eta_operand * v_rows.cwiseAbs().colwise().sum()), s_);
+    v_norm = gpu::upload(MatrixR(v_rows.cwiseAbs2().colwise().sum().cwiseSqrt()), s_);
   }
-  // The per-column sums over the value rows are small: formed on the host from the same inputs.
-  const auto v_rows = in_.v.middleRows(key_begin, keys);
-  const DeviceMatrix operand_floor = gpu::upload(MatrixR(terms.eta_operand * v_rows.cwiseAbs().colwise().sum()), s_);
-  const DeviceMatrix v_norm =
-      gpu::upload(MatrixR(v_rows.cwiseAbs2().colwise().sum().cwiseSqrt()), s_);
   out.bound = DeviceMatrix(rows, cols, s_);
   out.tight = DeviceMatrix(rows, cols, s_);
-  const gpu::PvInputs inputs{&out.value,        &accumulated,     &reach,
+  const gpu::PvInputs inputs{&out.value,
+                             &accumulated,
+                             &reach,
                              a.tensor_cores ? &magnitude : &accumulated,
-                             &propagated_worst, &propagated_tight, terms.u_operand > 0 ? &squares : nullptr,
-                             &operand_floor,    terms.u_operand > 0 ? &v_norm : nullptr};
+                             &propagated_worst,
+                             &propagated_tight,
+                             rounded ? &squares : nullptr,
+                             &operand_floor,
+                             rounded ? &v_norm : nullptr};
   gpu::pv_elements(inputs, terms, out, s_);
   return resident_on_device(std::move(out));
 }
@@ -321,18 +321,14 @@ Metrics GpuHeadEvaluator::compare(const HeadSpot& spot, const Bounded& kernel, c
   m.over_bound = d.over_bound;
   m.over_tight = d.over_tight;
   m.max_ulp = d.max_ulp;
-  // The reported elements, read back one by one.
-  const auto report = [&](long long i) {
-    const std::int64_t r = i / cols, c = i % cols;
-    const bool exact = ref->bound.size() == 0, has_tight = ref->tight.size() > 0;
-    const double bound = exact ? 0.0 : element(ref->bound, r, c);
+  const auto report = [&](const gpu::ReportedElement& e) {
+    const std::int64_t r = e.index / cols, c = e.index % cols;
     return ElementReport{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c},
-                         element(k->value, r, c), element(ref->value, r, c), bound,
-                         has_tight ? std::min(element(ref->tight, r, c), bound) : bound};
+                         e.kernel, e.reference, e.bound, e.tight};
   };
-  if (d.first_over_tight >= 0) m.first_failure = report(d.first_over_tight);
-  if (d.first_over_bound >= 0) m.first_worst_case_failure = report(d.first_over_bound);
-  if (d.worst >= 0) {
+  if (d.first_over_tight.index >= 0) m.first_failure = report(d.first_over_tight);
+  if (d.first_over_bound.index >= 0) m.first_worst_case_failure = report(d.first_over_bound);
+  if (d.worst.index >= 0) {
     m.worst = report(d.worst);
     m.max_tight_error = d.worst_tight;
   }
