@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/head_mask.h"
 
 namespace fc {
 
@@ -62,31 +63,33 @@ std::string Problem::describe_mask() const {
   return s;
 }
 
-double mask_bias(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
-  constexpr double kMasked = -std::numeric_limits<double>::infinity();
+HeadMask head_mask(const Problem& p, std::int64_t b, std::int64_t h) {
   const Mask& mask = p.mask;
-  if (i >= p.q_len_of(b) || j >= p.kv_len_of(b)) return kMasked;  // no such row or key
-  const std::int64_t diagonal = p.diagonal_of(b);
-  if (mask.causal == Causal::top_left && j > i) return kMasked;
-  if (mask.causal == Causal::bottom_right && j > i + diagonal) return kMasked;
-  if (!mask.key_lengths.empty() && j >= mask.key_lengths[static_cast<std::size_t>(b)]) return kMasked;
-  if (mask.window.left >= 0 && j < i + diagonal - mask.window.left) return kMasked;
-  if (mask.window.right >= 0 && j > i + diagonal + mask.window.right) return kMasked;
-  double bias = 0;
+  HeadMask m;
+  m.q_len = p.q_len_of(b);
+  m.kv_len = p.kv_len_of(b);
+  m.diagonal = p.diagonal_of(b);
+  m.causal = mask.causal;
+  if (!mask.key_lengths.empty()) m.key_length = mask.key_lengths[static_cast<std::size_t>(b)];
+  m.window_left = mask.window.left;
+  m.window_right = mask.window.right;
+  if (mask.has_alibi()) {
+    m.alibi = true;
+    m.alibi_slope = mask.alibi_slopes[static_cast<std::size_t>(h)];
+  }
   if (mask.has_dense()) {
     const Dims& d = mask.dense.dims();
-    const std::int64_t bb = d[0] == 1 ? 0 : b, hh = d[1] == 1 ? 0 : h;
-    const double value = mask.dense.get(((bb * d[1] + hh) * d[2] + i) * d[3] + j);
-    if (!mask.dense_is_bias()) {
-      if (value == 0) return kMasked;
-    } else {
-      bias = value;
-    }
+    m.dense = true;
+    m.dense_is_bias = mask.dense_is_bias();
+    m.dense_offset = ((d[0] == 1 ? 0 : b) * d[1] + (d[1] == 1 ? 0 : h)) * d[2] * d[3];
+    m.dense_row_stride = d[3];
   }
-  if (mask.has_alibi()) {
-    bias -= mask.alibi_slopes[static_cast<std::size_t>(h)] * std::fabs(static_cast<double>(i - j + diagonal));
-  }
-  return bias;
+  return m;
+}
+
+double mask_bias(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+  const HeadMask m = head_mask(p, b, h);
+  return m.bias(i, j, m.dense ? p.mask.dense.get(m.dense_offset + i * m.dense_row_stride + j) : 0.0);
 }
 
 double default_scale(std::int64_t head_dim) { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }

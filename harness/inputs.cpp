@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 
 namespace fc {
@@ -349,9 +350,13 @@ AttentionInputs generate_inputs(const CaseSpec& spec) {
   AttentionInputs in;
   const Shape& s = spec.shape;
   in.problem = make_problem(spec);
-  in.q = draw(spec, {s.batch, s.heads, s.q_len, s.head_dim}, kQ);
-  in.k = draw(spec, {s.batch, s.kv_head_count(), s.kv_len, s.head_dim}, kK);
-  in.v = draw(spec, {s.batch, s.kv_head_count(), s.kv_len, s.head_dim}, kV);
+  // Each tensor is its own stream of the seed: drawn at once, the same numbers.
+  HostTensor* const tensors[] = {&in.q, &in.k, &in.v};
+  const Stream streams[] = {kQ, kK, kV};
+  parallel_for(3, [&](std::int64_t i) {
+    const std::int64_t heads = i == 0 ? s.heads : s.kv_head_count(), rows = i == 0 ? s.q_len : s.kv_len;
+    *tensors[i] = draw(spec, {s.batch, heads, rows, s.head_dim}, streams[i]);
+  });
   if (in.problem.layout.varlen()) {
     for (std::int64_t b = 0; b < s.batch; ++b) {
       zero_past(in.q, b, in.problem.q_len_of(b));

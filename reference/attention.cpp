@@ -16,7 +16,25 @@ Bounded constant_rows(Eigen::Index rows, double value) {
 }
 }  // namespace
 
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h) {
+namespace {
+
+// The bias of the head's rows, as a mask or formed into a matrix from it.
+void set_bias(HeadInputs& head, const AttentionInputs& in, std::int64_t b, std::int64_t h,
+              std::vector<std::int64_t> rows, BiasForm form) {
+  MaskedRows m{head_mask(in.problem, b, h), std::move(rows), in.problem.mask.has_dense() ? &in.problem.mask.dense : nullptr};
+  if (form == BiasForm::mask) {
+    head.masked_rows = std::make_shared<const MaskedRows>(std::move(m));
+    return;
+  }
+  head.bias.resize(head.q.rows(), head.k.rows());
+  for (Eigen::Index r = 0; r < head.bias.rows(); ++r) {
+    for (Eigen::Index j = 0; j < head.bias.cols(); ++j) head.bias(r, j) = m.mask.bias(m.row(r), j, m.dense_value(r, j));
+  }
+}
+
+}  // namespace
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form) {
   const Shape& s = in.problem.shape;
   HeadInputs head;
   head.q = head_matrix(in.q, b, h);
@@ -24,25 +42,20 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
   head.v = head_matrix(in.v, b, s.kv_head_of(h));
   head.scale = in.problem.scale;
   head.softcap = in.problem.softcap;
-  head.bias.resize(s.q_len, s.kv_len);
-  for (std::int64_t i = 0; i < s.q_len; ++i)
-    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(i, j) = mask_bias(in.problem, b, h, i, j);
+  set_bias(head, in, b, h, {}, form);
   return head;
 }
 
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows) {
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
+                       BiasForm form) {
   const Shape& s = in.problem.shape;
   HeadInputs head;
-  const MatrixR q = head_matrix(in.q, b, h);
-  head.q.resize(static_cast<Eigen::Index>(rows.size()), q.cols());
-  for (std::size_t r = 0; r < rows.size(); ++r) head.q.row(static_cast<Eigen::Index>(r)) = q.row(rows[r]);
+  head.q = head_rows(in.q, b, h, rows);
   head.k = head_matrix(in.k, b, s.kv_head_of(h));
   head.v = head_matrix(in.v, b, s.kv_head_of(h));
   head.scale = in.problem.scale;
   head.softcap = in.problem.softcap;
-  head.bias.resize(static_cast<Eigen::Index>(rows.size()), s.kv_len);
-  for (std::size_t r = 0; r < rows.size(); ++r)
-    for (std::int64_t j = 0; j < s.kv_len; ++j) head.bias(static_cast<Eigen::Index>(r), j) = mask_bias(in.problem, b, h, rows[r], j);
+  set_bias(head, in, b, h, rows, form);
   return head;
 }
 

@@ -15,11 +15,16 @@
 
 namespace fc {
 
+// How a head's bias reaches its evaluation: a matrix formed on the host (what code that
+// reads HeadInputs::bias needs), or the mask, which the evaluator reads where it runs.
+enum class BiasForm { matrix, mask };
+
 // Query head h of batch b with its K/V head (GQA: h / group), the softcap and the bias of
-// every (row, key) from mask_bias.
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h);
+// every (row, key) as mask_bias gives it. With BiasForm::mask, `in` must outlive the result.
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form = BiasForm::matrix);
 // Only the query rows `rows` (sorted) of the head: q and the bias of those rows.
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows);
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
+                       BiasForm form = BiasForm::matrix);
 
 // FP64 elements of one reference tensor of a block of query rows (rows x keys): a head whose
 // rows x keys exceed it is computed block by block (rows are independent in attention), so

@@ -1,6 +1,10 @@
 #include "reference/evaluator.h"
 
+#include <cuda_runtime_api.h>
+
+#include "core/check.h"
 #include "core/error.h"
+#include "reference/attention.h"
 
 namespace fc {
 namespace {
@@ -79,15 +83,24 @@ class HostEvaluators final : public EvaluatorSource {
 
 }  // namespace
 
-Bounded captured_on_host(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+Bounded captured_on_host(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
                          double scale, DType format) {
-  return Bounded::exact((rows ? head_rows(t, b, h, *rows) : head_matrix(t, b, h)) * scale, format);
+  if (t.host) return Bounded::exact((rows ? head_rows(*t.host, b, h, *rows) : head_matrix(*t.host, b, h)) * scale, format);
+  // Kept on the device: the head comes to the host first.
+  const HeadLayout l = head_layout(t.dims, b, h);
+  HostTensor head(t.dtype, Dims{1, 1, l.rows, l.cols});
+  const std::size_t width = dtype_size(t.dtype);
+  FC_CUDA(cudaMemcpy(head.data(), static_cast<const unsigned char*>(t.device) + static_cast<std::size_t>(l.offset) * width,
+                     head.nbytes(), cudaMemcpyDeviceToHost));
+  return captured_on_host(CapturedTensor::on_host(head), 0, 0, rows, scale, format);
 }
 
-Bounded HeadEvaluator::captured(const HostTensor& t, std::int64_t b, std::int64_t h,
+Bounded HeadEvaluator::captured(const CapturedTensor& t, std::int64_t b, std::int64_t h,
                                 const std::vector<std::int64_t>* rows, double scale, DType format) const {
   return captured_on_host(t, b, h, rows, scale, format);
 }
+
+std::int64_t EvaluatorSource::block_elements() const { return kRowBlockElements; }
 
 std::unique_ptr<HeadEvaluator> host_evaluator(const HeadInputs& in) { return std::make_unique<HostEvaluator>(in); }
 

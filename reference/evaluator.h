@@ -14,6 +14,17 @@
 
 namespace fc {
 
+// A captured [B,H,R(,C)] or [B,H,R] tensor where it is kept: a host tensor, or device memory
+// holding the same dims in logical row-major order.
+struct CapturedTensor {
+  const HostTensor* host = nullptr;  // null: on the device
+  const void* device = nullptr;
+  DType dtype = DType::f32;
+  Dims dims;
+
+  static CapturedTensor on_host(const HostTensor& t) { return {&t, nullptr, t.dtype(), t.dims()}; }
+};
+
 // One thread uses a head evaluator (the GPU's caches and stream are its own); a tensor it keeps
 // on the device is read by it alone and lives no longer than its EvaluatorSource.
 class HeadEvaluator {
@@ -37,10 +48,10 @@ class HeadEvaluator {
   virtual Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const = 0;
 
   // Rows `rows` (all when null) of head (b, h) of a captured [B,H,R,C] or [B,H,R] tensor,
-  // times `scale`, exact, in `format`, where this evaluator works (the GPU's uploads the
-  // rows as stored, 2 or 4 bytes an element, and widens them there).
-  virtual Bounded captured(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
-                           double scale, DType format) const;
+  // times `scale`, exact, in `format`, where this evaluator works (the GPU's widens the rows
+  // where they are kept, uploading them as stored, 2 or 4 bytes an element, from the host).
+  virtual Bounded captured(const CapturedTensor& t, std::int64_t b, std::int64_t h,
+                           const std::vector<std::int64_t>* rows, double scale, DType format) const;
 
   // b with its matrices on the host (read back from the device where it lives there).
   virtual Bounded to_host(const Bounded& b) const = 0;
@@ -62,10 +73,14 @@ class EvaluatorSource {
   // How many heads may be evaluated at once (0: as many as there are threads): each GPU
   // evaluator holds a few dozen block-sized FP64 tensors on the one device.
   virtual int concurrency() const { return 0; }
+  // Elements (rows x keys) of the largest block of rows one evaluator judges (attention.h,
+  // kRowBlockElements on the host).
+  virtual std::int64_t block_elements() const;
 };
 
-// HeadEvaluator::captured on the host: the rows converted to FP64 there.
-Bounded captured_on_host(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+// HeadEvaluator::captured on the host: the rows converted to FP64 there (read back first
+// when the tensor is kept on the device).
+Bounded captured_on_host(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
                          double scale, DType format);
 
 // The Eigen evaluator of stage_eval.h.

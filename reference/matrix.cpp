@@ -4,13 +4,13 @@
 
 namespace fc {
 
-HeadLayout head_layout(const HostTensor& t, std::int64_t b, std::int64_t h) {
-  if (t.rank() != 3 && t.rank() != 4) {
-    throw Error("expected a [B,H,R,C] or [B,H,R] tensor, got " + dims_string(t.dims()));
-  }
-  std::int64_t rows = t.dim(2), cols = t.rank() == 4 ? t.dim(3) : 1;
-  return {rows, cols, (b * t.dim(1) + h) * rows * cols};
+HeadLayout head_layout(const Dims& d, std::int64_t b, std::int64_t h) {
+  if (d.size() != 3 && d.size() != 4) throw Error("expected a [B,H,R,C] or [B,H,R] tensor, got " + dims_string(d));
+  const std::int64_t rows = d[2], cols = d.size() == 4 ? d[3] : 1;
+  return {rows, cols, (b * d[1] + h) * rows * cols};
 }
+
+HeadLayout head_layout(const HostTensor& t, std::int64_t b, std::int64_t h) { return head_layout(t.dims(), b, h); }
 
 namespace {
 HeadLayout layout(const HostTensor& t, std::int64_t b, std::int64_t h) { return head_layout(t, b, h); }

@@ -16,6 +16,7 @@ using MatrixR = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 struct HeadLayout {
   std::int64_t rows, cols, offset;
 };
+HeadLayout head_layout(const Dims& dims, std::int64_t b, std::int64_t h);
 HeadLayout head_layout(const HostTensor& t, std::int64_t b, std::int64_t h);
 
 // Head (b, h) of a rank-4 [B,H,R,C] tensor, or of a rank-3 [B,H,R] tensor as an R x 1

@@ -81,6 +81,16 @@ bool Bounded::exact() const {
   return bound.size() == 0 && value.size() > 0;
 }
 
+double MaskedRows::dense_value(std::int64_t r, std::int64_t j) const {
+  return mask.dense ? dense->get(mask.dense_offset + row(r) * mask.dense_row_stride + j) : 0.0;
+}
+
+double HeadInputs::bias_at(std::int64_t r, std::int64_t j) const {
+  if (bias.size() > 0 || !masked_rows) return bias(r, j);
+  const MaskedRows& m = *masked_rows;
+  return m.mask.bias(m.row(r), j, m.dense_value(r, j));
+}
+
 Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
                 const Arithmetic& a) {
   const std::int64_t n = col_end - col_begin;
@@ -92,7 +102,7 @@ Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_e
   Bounded out = sized_like(t.rows(), t.cols(), a.out);
   for (Eigen::Index r = 0; r < t.rows(); ++r) {
     for (Eigen::Index c = 0; c < t.cols(); ++c) {
-      stage_math::qk_element(t(r, c), magnitude(r, c), in.bias(r, col_begin + c), terms, &out.value(r, c),
+      stage_math::qk_element(t(r, c), magnitude(r, c), in.bias_at(r, col_begin + c), terms, &out.value(r, c),
                              &out.bound(r, c), &out.tight(r, c));
     }
   }

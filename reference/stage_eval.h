@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/head_mask.h"
 #include "reference/matrix.h"
 #include "reference/stage_math.h"
 
@@ -69,12 +70,28 @@ struct Bounded {
   static Bounded exact(MatrixR value, DType format = DType::f64);
 };
 
-// One head's inputs in FP64: q [Sq,D], k and v [Sk,D] (its K/V head's), bias [Sq,Sk] (0,
-// -inf or bias).
+// The mask of a head's query rows, for the evaluation to read where it runs instead of a
+// bias matrix: row r of the inputs is the head's query row rows[r] (r itself when empty);
+// dense: the problem's dense mask part, when it has one.
+struct MaskedRows {
+  HeadMask mask;
+  std::vector<std::int64_t> rows;
+  const HostTensor* dense = nullptr;
+
+  std::int64_t row(std::int64_t r) const { return rows.empty() ? r : rows[static_cast<std::size_t>(r)]; }
+  double dense_value(std::int64_t r, std::int64_t j) const;
+};
+
+// One head's inputs in FP64: q [Sq,D], k and v [Sk,D] (its K/V head's), the bias of each
+// (row, key) (0, -inf or bias) as a matrix [Sq,Sk], or, with the matrix empty, as the mask
+// of the rows (no Sq x Sk FP64 matrix is formed on the host; a GPU forms its blocks there).
 struct HeadInputs {
   MatrixR q, k, v, bias;
+  std::shared_ptr<const MaskedRows> masked_rows;  // null: bias is the matrix
   double scale = 1;
   double softcap = 0;  // > 0: the scores are soft-capped before the bias
+
+  double bias_at(std::int64_t r, std::int64_t j) const;
 };
 
 // qk: scale * q k^T + bias over key columns [col_begin, col_end); with a softcap c,

@@ -82,6 +82,11 @@ struct CaseResult {
   std::optional<Divergence> divergence;
   std::vector<DescriptorReport> descriptors;  // cuBLASLt calls, read back and linted
   double seconds = 0;
+  // Where the seconds went: the trace build's run (its captures included), the production
+  // build's, the FP64 reference and comparison of every output, attribution of a divergence.
+  struct Phases {
+    double traced_run = 0, production_run = 0, evaluation = 0, attribution = 0;
+  } phases;
 };
 
 // The same first divergence: the same stage output and cause, and with_index the same element.

@@ -151,6 +151,10 @@ Json case_json(const CaseResult& c) {
   j["verdict"] = verdict_name(c.verdict);
   j["reason"] = c.reason;
   j["seconds"] = json_number(c.seconds);
+  j["seconds_by_phase"] = Json{{"traced_run", json_number(c.phases.traced_run)},
+                               {"production_run", json_number(c.phases.production_run)},
+                               {"evaluation", json_number(c.phases.evaluation)},
+                               {"attribution", json_number(c.phases.attribution)}};
   j["stages"] = Json::array();
   for (const OutputResult& r : c.outputs) j["stages"].push_back(output_json(r));
   j["first_divergence"] = divergence_json(c.divergence);

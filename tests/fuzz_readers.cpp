@@ -30,7 +30,7 @@ bool read_every_way(const std::string& path) {
   try {
     const fc::LoadedCase c = fc::load_case(path);
     if (c.hdf5) {
-      const fc::Snapshot s = fc::read_snapshot(fc::H5Reader(path));
+      fc::Snapshot s = fc::read_snapshot(fc::H5Reader(path));
       fc::judge_run(s.impl, s.file.inputs, s.file.description, s.run);
     }
     return false;

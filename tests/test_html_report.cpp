@@ -267,12 +267,12 @@ TEST_CASE("the kernel's row max, sum and lse of a faithful run agree with the re
   // Captured on the GPU: splits combined (flash-splitkv), maxima in log2 units (wmma-fused).
   for (const char* file : {"clean.flash-splitkv.h5", "clean.wmma-fused.h5"}) {
     INFO(file);
-    const Snapshot s = read_snapshot(H5Reader(std::string(FC_SOURCE_DIR) + "/fixtures/" + file));
+    Snapshot s = read_snapshot(H5Reader(std::string(FC_SOURCE_DIR) + "/fixtures/" + file));
     const CaseResult replay = judge_run(s.impl, s.file.inputs, s.file.description, s.run);
     REQUIRE(replay.verdict == Verdict::pass);
     check_kernel_rows(s.file.inputs, s.run, replay);
   }
-  const Snapshot split = read_snapshot(H5Reader(std::string(FC_SOURCE_DIR) + "/fixtures/clean.flash-splitkv.h5"));
+  Snapshot split = read_snapshot(H5Reader(std::string(FC_SOURCE_DIR) + "/fixtures/clean.flash-splitkv.h5"));
   CHECK(kernel_row_source(split.run, judge_run(split.impl, split.file.inputs, split.file.description, split.run).outputs)
             .lse.size() > 1);
 }

@@ -122,7 +122,7 @@ struct TracedRun {
     run = run_traced(*impl, in, nullptr, true);
   }
   Captured& at(Quantity q, int tile) { return captured_at(run, q, tile); }
-  Divergence judged() const {
+  Divergence judged() {
     const CaseResult r = judge_run(impl->name(), in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), run);
     REQUIRE(r.divergence);
     INFO(r.divergence->cause << ": " << r.divergence->evidence);

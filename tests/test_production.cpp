@@ -74,7 +74,7 @@ TEST_CASE("a defect of the production build alone is trace-build-mismatch at its
 
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "fc_production_snapshot.h5";
   write_snapshot(file.string(), "test", in, j.run, j.result, j.references, {});
-  const Snapshot s = read_snapshot(H5Reader(file.string()));
+  Snapshot s = read_snapshot(H5Reader(file.string()));
   std::filesystem::remove(file);
   REQUIRE(s.run.production.results.size() == j.run.production.results.size());
   REQUIRE(!s.run.production.results.empty());

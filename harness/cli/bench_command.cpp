@@ -92,7 +92,7 @@ std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
   const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
   const auto chains = [&] {
     parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
-      const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads);
+      const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads, BiasForm::mask);
       const std::unique_ptr<HeadEvaluator> ev = gpu->for_head(head);
       const FullReference r = full_reference(*ev, a);
       if (!ev->to_host(r.out).value.allFinite()) throw Error("GPU reference benchmark produced a non-finite output");

@@ -83,7 +83,7 @@ std::map<std::string, std::size_t> by_name(const CaseResult& r) {
 }  // namespace
 
 int run_diff(const DiffCommand& command) {
-  const Snapshot a = read_snapshot(H5Reader(command.a)), b = read_snapshot(H5Reader(command.b));
+  Snapshot a = read_snapshot(H5Reader(command.a)), b = read_snapshot(H5Reader(command.b));
   require_same_case(a, b, command.b);
   const CaseResult ra = judge_run(a.impl, a.file.inputs, a.file.description, a.run);
   const CaseResult rb = judge_run(b.impl, b.file.inputs, b.file.description, b.run);

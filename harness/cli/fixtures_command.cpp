@@ -152,7 +152,7 @@ int run_fixtures(const FixturesCommand& command) {
   for (const std::string& file : files) {
     const std::string path = (fs::path(command.dir) / file).string();
     const H5Reader reader(path);
-    const Snapshot s = read_snapshot(reader);
+    Snapshot s = read_snapshot(reader);
     if (s.file.kind != "fixture") throw file_error(path, "kind is '" + s.file.kind + "', not a fixture");
     const std::string heading =
         file + ": " + s.impl + (s.fault.empty() ? "" : " with " + s.fault) + ", " + s.file.description.label;

@@ -12,7 +12,7 @@ namespace fc {
 
 int run_replay(const ReplayCommand& command) {
   check_report_files(command.reports);
-  const Snapshot s = read_snapshot(H5Reader(command.file));
+  Snapshot s = read_snapshot(H5Reader(command.file));
   std::vector<OutputReferences> references;
   const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge);
   const bool colour = colour_stdout();

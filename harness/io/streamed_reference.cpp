@@ -92,7 +92,7 @@ std::vector<MaskedRow> write_reference_streamed(H5Writer& out, const AttentionIn
     parallel_for(static_cast<std::int64_t>(count), [&](std::int64_t k) {
       const Block& block = blocks[first + static_cast<std::size_t>(k)];
       const std::int64_t b = block.b, h = block.h, r0 = block.rows.front();
-      const HeadInputs head = head_inputs(in, b, h, block.rows);
+      const HeadInputs head = head_inputs(in, b, h, block.rows, BiasForm::mask);
       std::vector<Piece>& mine = pieces[static_cast<std::size_t>(k)];
       {
         const FullReference f = full_reference(head, a);

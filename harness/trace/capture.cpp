@@ -44,6 +44,17 @@ void copy_storage(const TensorView& view, void* to, cudaStream_t stream) {
     std::memcpy(to, view.data, bytes);
   }
 }
+// A device copy of a row-major device view, or null when it would leave less than
+// `headroom` bytes of the device free.
+std::shared_ptr<const DeviceMemory> device_copy(const TensorView& view, std::size_t headroom, cudaStream_t stream) {
+  const std::size_t bytes = static_cast<std::size_t>(view.numel()) * dtype_size(view.dtype);
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  if (bytes + headroom > free) return nullptr;
+  auto copy = std::make_shared<DeviceMemory>(bytes);
+  FC_CUDA(cudaMemcpyAsync(copy->get(), view.data, bytes, cudaMemcpyDeviceToDevice, stream));
+  return copy;
+}
 }  // namespace
 
 HostTensor copy_to_host(const TensorView& view, cudaStream_t stream) {
@@ -193,7 +204,20 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   } else {
     c.flags = host_flags(view);
   }
-  if (copy_) c.tensor = copy_to_host(view, stream_);
+  if (!copy_) return;
+  if (device_headroom_ && view.on_device && row_major(view)) {
+    c.resident = device_copy(view, *device_headroom_, stream_);
+    if (c.resident) return;
+  }
+  c.tensor = copy_to_host(view, stream_);
+}
+
+void bring_to_host(std::vector<Captured>& captured) {
+  for (Captured& c : captured) {
+    if (!c.resident || !c.tensor.empty()) continue;
+    c.tensor = HostTensor(c.view.dtype, c.view.dims);
+    FC_CUDA(cudaMemcpy(c.tensor.data(), c.resident->get(), c.tensor.nbytes(), cudaMemcpyDeviceToHost));
+  }
 }
 
 FlagCounts CaptureTap::flags_of_extent(const HostTensor& logical, int buffer_id, const Stage& stage,
@@ -219,6 +243,7 @@ void CaptureTap::reset() {
     c.flags_of_extent = false;
     c.flags = FlagCounts{};
     c.tensor = HostTensor();
+    c.resident.reset();
     c.problem.clear();
   }
   fused_rows_.assign(captured_.size(), {});

@@ -3,6 +3,8 @@
 // flag pass where the tensor lives (device kernel or host loop) and, when comparing, copies
 // the tensor to the host in logical [B,H,R(,C)] order. Device flag results stay on the
 // device until finish(): one read-back per case.
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,9 +22,18 @@ struct Captured {
   TensorView view;        // as captured (its data pointer is stale after the run; null when in blocks)
   FlagCounts flags;       // first indices are logical row-major indices after finish()
   bool flags_of_extent = false;  // flagged on the host copy, over the elements that exist (varlen)
-  HostTensor tensor;      // a copy, when comparing
+  HostTensor tensor;      // a copy, when comparing on the host (or brought back: bring_to_host)
+  // A copy on the device in logical row-major order, when comparing on a GPU and the device
+  // has room (CaptureTap::keep_on_device): nothing crosses to the host unless asked for.
+  std::shared_ptr<const DeviceMemory> resident;
   std::string problem;    // why the capture could not be used (dims or dtype not as declared)
+
+  bool copied() const { return !tensor.empty() || resident; }
 };
+
+// Host copies of the captures kept on the device (what attribution, hypotheses, snapshots and
+// reports read).
+void bring_to_host(std::vector<Captured>& captured);
 
 // For a varlen problem that copies to the host, the flags are taken on the host copy over
 // the elements that exist (stages/stage.h, existing_extent): a row past a sequence's length
@@ -42,6 +53,9 @@ class CaptureTap final : public Tap {
   void capture_rows(std::size_t stage, std::size_t output, const TensorView& block, std::int64_t first_row) override;
   FlagSlot fused_flags(std::size_t stage, std::size_t output, const TensorView& view, std::int64_t first_row,
                        FlagAccess access) override;
+  // Copies of device tensors stay on the device (Captured::resident) while it keeps
+  // `headroom` bytes free beside them; the rest (host tensors, row blocks, varlen) go to the host.
+  void keep_on_device(std::size_t headroom) { device_headroom_ = headroom; }
   void finish();
   // Ready for another run of the same graph (benchmarks reuse one tap).
   void reset();
@@ -62,6 +76,7 @@ class CaptureTap final : public Tap {
   cudaStream_t stream_;
   bool results_only_;
   bool fuse_flags_;
+  std::optional<std::size_t> device_headroom_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;
   struct RowBlock {

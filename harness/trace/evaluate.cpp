@@ -29,7 +29,13 @@ OutputResult describe(const Shape& shape, const StageGraph& graph, const Capture
   return r;
 }
 
-bool comparable(const Captured& c) { return c.present && c.problem.empty() && !c.tensor.empty(); }
+bool comparable(const Captured& c) { return c.present && c.problem.empty() && c.copied(); }
+
+// The copy of a capture, on the host or kept on the device.
+CapturedTensor copy_of(const Captured& c) {
+  if (!c.tensor.empty()) return CapturedTensor::on_host(c.tensor);
+  return {nullptr, c.resident->get(), c.view.dtype, c.view.dims};
+}
 
 // The trace build's capture of the same stage output as a production result.
 const Captured* traced_twin(const TraceRun& run, const Captured& result) {
@@ -128,15 +134,16 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     const StageOutput& out = stage.outputs[c.output];
     const QuantityKey key = key_of(stage, out);
     Extent extent = existing_extent(problem, run.graph.algorithm, stage, out, b);
-    const HeadLayout whole = head_layout(c.tensor, b, h);
+    const CapturedTensor copy = copy_of(c);
+    const HeadLayout whole = head_layout(copy.dims, b, h);
     const std::int64_t held = rows ? static_cast<std::int64_t>(rows->size()) : whole.rows;
     if (rows) extent.rows = held;  // a block or sample holds existing rows only
     if (extent.rows == held && extent.cols == whole.cols) {  // every element exists: as captured
-      kernel[key] = ev ? ev->captured(c.tensor, b, h, rows, out.value_scale, out.dtype)
-                       : captured_on_host(c.tensor, b, h, rows, out.value_scale, out.dtype);
+      kernel[key] = ev ? ev->captured(copy, b, h, rows, out.value_scale, out.dtype)
+                       : captured_on_host(copy, b, h, rows, out.value_scale, out.dtype);
       continue;
     }
-    MatrixR values = (rows ? head_rows(c.tensor, b, h, *rows) : head_matrix(c.tensor, b, h)) * out.value_scale;
+    MatrixR values = captured_on_host(copy, b, h, rows, out.value_scale, out.dtype).value;
     const Bounded& reference = e2e.at(key);
     values = within_extent(values, ev ? ev->to_host(reference).value : reference.value, extent);
     const Bounded exact = Bounded::exact(std::move(values), out.dtype);
@@ -170,7 +177,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
-  std::vector<std::size_t> traced;  // indices into run.captured with a host tensor
+  std::vector<std::size_t> traced;  // indices into run.captured with a copy
   for (std::size_t i = 0; i < run.captured.size(); ++i) {
     results.push_back(describe(shape, graph, run.captured[i]));
     if (comparable(run.captured[i])) traced.push_back(i);
@@ -219,7 +226,8 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       mine.assign(traced.size() + produced.size(), HeadMetrics{});
       return;
     }
-    const HeadInputs in = rows ? head_inputs(inputs, b, h, *rows) : head_inputs(inputs, b, h);
+    const HeadInputs in =
+        rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask) : head_inputs(inputs, b, h, BiasForm::mask);
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());
@@ -258,13 +266,15 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       spot.rows = rows;
       Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
       if (rows) e.rows = static_cast<std::int64_t>(rows->size());
-      const auto values = [&](const HostTensor& t) { return ev->captured(t, b, h, rows, out.value_scale, out.dtype); };
-      const Bounded produced_values = values(c.tensor);
+      const auto values = [&](const Captured& t) {
+        return ev->captured(copy_of(t), b, h, rows, out.value_scale, out.dtype);
+      };
+      const Bounded produced_values = values(c);
       HeadMetrics m{ev->compare(spot, produced_values, e2e.at(key_of(stage, out)), e.rows, e.cols, out.dtype, judged_by),
                     Metrics{}};
       // Bit for bit against the trace build's: an exact reference, every bound 0.
       if (twins[n]) {
-        m.local = ev->compare(spot, produced_values, values(twins[n]->tensor), e.rows, e.cols, out.dtype, judged_by);
+        m.local = ev->compare(spot, produced_values, values(*twins[n]), e.rows, e.cols, out.dtype, judged_by);
       }
       mine.push_back(m);
     }

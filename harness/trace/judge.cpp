@@ -1,8 +1,7 @@
 #include "harness/trace/judge.h"
 
-#include <chrono>
-
 #include "core/error.h"
+#include "core/stopwatch.h"
 #include "harness/trace/attribute.h"
 #include "harness/trace/repeatability.h"
 #include "reference/gpu/gpu_evaluator.h"
@@ -31,8 +30,24 @@ ReferenceDevice parse_reference_device(const std::string& text) {
   throw Error("--reference '" + text + "': expected cpu, gpu or auto");
 }
 
+namespace {
+
+// Whether attribution will look into the captured numbers: some output failed or some
+// cuBLASLt call has a finding (a clean run at any size reads none of them on the host).
+bool attribution_reads_captures(const CaseResult& result, const TraceRun& run) {
+  for (const OutputResult& r : result.outputs) {
+    if (!r.passed()) return true;
+  }
+  for (const DescriptorReport& d : run.descriptors) {
+    if (!d.findings.empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                     const TraceRun& run, std::vector<OutputReferences>* references, const JudgeOptions& options) {
+                     TraceRun& run, std::vector<OutputReferences>* references, const JudgeOptions& options) {
   CaseResult result;
   result.impl = impl;
   result.description = description;
@@ -51,32 +66,37 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
       options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
   const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
   result.reference_device = evaluators.device();
+  const std::int64_t block = evaluators.block_elements();
+  Stopwatch watch;
   if (references) {
-    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, kRowBlockElements, std::nullopt,
-                                      evaluators);
+    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, std::nullopt, evaluators);
+    result.phases.evaluation = watch.lap();
+    bring_to_host(run.captured);  // the references are kept for snapshots and reports, which read the captures
     result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
   } else {
     // References are held only where a hypothesis reads them: the failing output's, computed
     // again when asked for (a clean run holds no FP64 tensor of a whole output at all).
-    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, kRowBlockElements,
-                                      std::nullopt, evaluators);
+    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, block, std::nullopt, evaluators);
+    result.phases.evaluation = watch.lap();
+    if (attribution_reads_captures(result, run)) bring_to_host(run.captured);
     std::optional<std::size_t> computed;
     const ReferenceSource source = [&](std::size_t i) -> const std::vector<OutputReferences>& {
       if (computed != i) {
-        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, kRowBlockElements, i, evaluators);
+        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, i, evaluators);
         computed = i;
       }
       return refs;
     };
     result.divergence = attribute(inputs, run, result.outputs, source, &sample);
   }
+  result.phases.attribution = watch.lap();
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
 }
 
 Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
                           const DeviceInputs* device, bool keep_references, const JudgeOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  Stopwatch total, watch;
   Judged j;
   if (const std::optional<std::string> why = impl.unsupported(inputs.problem)) {
     j.result.impl = impl.name();
@@ -85,19 +105,24 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
     j.result.reason = *why;
     return j;
   }
-  j.run = run_traced(impl, inputs, device, true);
-  if (options.production && impl.has_production_build() && j.run.error.empty()) {
-    j.run.production = run_production(impl, inputs, device, j.run.graph);
-  }
   JudgeOptions resolved = options;
   if (resolved.reference == ReferenceDevice::automatic) {
     resolved.reference = impl.on_gpu() && cuda_device_available() ? ReferenceDevice::gpu : ReferenceDevice::cpu;
   }
+  // Judged on the GPU, the captures stay there (where it has room) rather than cross twice.
+  j.run = run_traced(impl, inputs, device, true, resolved.reference == ReferenceDevice::gpu);
+  const double traced = watch.lap();
+  if (options.production && impl.has_production_build() && j.run.error.empty()) {
+    j.run.production = run_production(impl, inputs, device, j.run.graph);
+  }
+  const double production = watch.lap();
   j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, resolved);
   if (j.result.divergence && j.result.divergence->cause == "unknown") {
     test_repeatability(impl, inputs, device, j.run, *j.result.divergence);
   }
-  j.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  j.result.phases.traced_run = traced;
+  j.result.phases.production_run = production;
+  j.result.seconds = total.lap();
   return j;
 }
 

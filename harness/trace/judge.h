@@ -25,9 +25,10 @@ struct JudgeOptions {
 };
 
 // Comparison and attribution of a finished run (live, or read from a snapshot). `automatic`
-// means the host here: a run read back is judged where it is replayed.
+// means the host here: a run read back is judged where it is replayed. Captures kept on the
+// device come to the host (bring_to_host) when attribution or the references need them.
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                     const TraceRun& run, std::vector<OutputReferences>* references = nullptr,
+                     TraceRun& run, std::vector<OutputReferences>* references = nullptr,
                      const JudgeOptions& options = {});
 
 struct Judged {

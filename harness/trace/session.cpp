@@ -1,7 +1,9 @@
 #include "harness/trace/session.h"
 
+#include <algorithm>
 #include <optional>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "stages/device_kernels.h"
 
@@ -38,10 +40,19 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   return "";
 }
 
+// What a device copy of a capture leaves free: room for the GPU reference's blocks (a few
+// dozen FP64 tensors of each head it judges at once) and what the implementation's later
+// stages allocate.
+std::size_t device_headroom() {
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  return std::max<std::size_t>(std::size_t{8} << 30, total / 8);
+}
+
 }  // namespace
 
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
-                    bool copy_to_host) {
+                    bool copy_to_host, bool keep_on_device) {
   TraceRun run;
   run.graph = impl.stage_graph(inputs.problem);
   const bool gpu = impl.on_gpu();
@@ -51,6 +62,7 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
 
   Workspace workspace(gpu);
   CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
+  if (keep_on_device) tap.keep_on_device(device_headroom());
   run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu);
   run.captured = std::move(tap.results());
   run.buffer_names = names_of(workspace);

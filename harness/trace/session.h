@@ -27,8 +27,10 @@ struct TraceRun {
   ProductionRun production;               // empty when not run
 };
 
+// keep_on_device: the copies of device tensors stay on the device where it has room (for a
+// reference on the GPU; Captured::resident).
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
-                    bool copy_to_host);
+                    bool copy_to_host, bool keep_on_device = false);
 
 // Runs the production build (RunContext::trace_build false) and keeps its results.
 ProductionRun run_production(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,

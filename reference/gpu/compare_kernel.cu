@@ -43,6 +43,42 @@ __device__ void fold(Partial& a, const Partial& b) {
   }
 }
 
+__device__ Partial none() {
+  Partial p{};
+  p.first_over_tight = p.first_over_bound = p.worst = kNone;
+  return p;
+}
+
+// A's fold with the partial of the lane `offset` away (fold is commutative and associative:
+// the result does not depend on the order, ties going to the first index).
+__device__ void fold_from_lane(Partial& a, int offset) {
+  Partial b;
+  for (int i = 0; i < 8; ++i) b.counts[i] = __shfl_xor_sync(0xffffffffu, a.counts[i], offset);
+  b.max_abs = __shfl_xor_sync(0xffffffffu, a.max_abs, offset);
+  b.max_rel = __shfl_xor_sync(0xffffffffu, a.max_rel, offset);
+  b.max_normalized = __shfl_xor_sync(0xffffffffu, a.max_normalized, offset);
+  b.max_ulp = __shfl_xor_sync(0xffffffffu, a.max_ulp, offset);
+  b.first_over_tight = __shfl_xor_sync(0xffffffffu, a.first_over_tight, offset);
+  b.first_over_bound = __shfl_xor_sync(0xffffffffu, a.first_over_bound, offset);
+  b.worst = __shfl_xor_sync(0xffffffffu, a.worst, offset);
+  b.worst_tight = __shfl_xor_sync(0xffffffffu, a.worst_tight, offset);
+  fold(a, b);
+}
+
+// The block's partials folded: within each warp by shuffles, then the warps' by the first
+// warp. Thread 0 returns the block's; every thread of the block must call it.
+__device__ Partial fold_block(Partial p) {
+  __shared__ Partial warps[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) fold_from_lane(p, offset);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (lane == 0) warps[warp] = p;
+  __syncthreads();
+  if (warp != 0) return p;
+  p = lane < static_cast<int>(blockDim.x / 32) ? warps[lane] : none();
+  for (int offset = 16; offset > 0; offset /= 2) fold_from_lane(p, offset);
+  return p;
+}
+
 // normalized_error of compare.h.
 __device__ double normalized_error(double kernel, double reference, double bound) {
   if (is_finite(reference) && is_finite(kernel)) {
@@ -102,8 +138,7 @@ __device__ long long ulp_distance(int format, double a, double b) {
 __global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, const double* value, const double* bound,
                                const double* tight, std::int64_t ref_ld, std::int64_t rows, std::int64_t cols,
                                int format, Partial* partials) {
-  Partial p{};
-  p.first_over_tight = p.first_over_bound = p.worst = kNone;
+  Partial p = none();
   const std::int64_t n = rows * cols;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -140,14 +175,8 @@ __global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, con
       p.worst_tight = tight_normalized;
     }
   }
-  __shared__ Partial shared[kThreads];
-  shared[threadIdx.x] = p;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (static_cast<int>(threadIdx.x) < stride) fold(shared[threadIdx.x], shared[threadIdx.x + stride]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
+  p = fold_block(p);
+  if (threadIdx.x == 0) partials[blockIdx.x] = p;
 }
 
 struct Reported {
@@ -169,18 +198,11 @@ struct Reported {
 
 // The blocks' partials folded into one (a block of kThreads), and the reported elements read.
 __global__ void finish_kernel(const Partial* partials, unsigned count, Reported reported, DeviceComparison* out) {
-  __shared__ Partial shared[kThreads];
-  Partial p{};
-  p.first_over_tight = p.first_over_bound = p.worst = kNone;
+  Partial p = none();
   for (unsigned i = threadIdx.x; i < count; i += kThreads) fold(p, partials[i]);
-  shared[threadIdx.x] = p;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (static_cast<int>(threadIdx.x) < stride) fold(shared[threadIdx.x], shared[threadIdx.x + stride]);
-    __syncthreads();
-  }
+  p = fold_block(p);
   if (threadIdx.x != 0) return;
-  const Partial& t = shared[0];
+  const Partial& t = p;
   DeviceComparison d;
   d.nan_kernel = t.counts[0];
   d.posinf_kernel = t.counts[1];
@@ -219,7 +241,8 @@ DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBound
   const std::int64_t n = rows * cols;
   if (n == 0) return out;
   const int format = format_code(kernel_format);
-  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1024));
+  // A few hundred blocks fill a GPU for a pass that reads each element once.
+  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 264));
   Partial* partials = nullptr;
   FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&partials), blocks * sizeof(Partial), stream));
   const double* bound = reference.bound.size() > 0 ? reference.bound.data() : nullptr;

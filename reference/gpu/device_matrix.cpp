@@ -50,6 +50,15 @@ DeviceMatrix copy_of(const DeviceMatrix& m, cudaStream_t stream) {
   return d;
 }
 
+void copy_rows(const DeviceMatrix& from, DeviceMatrix& to, std::int64_t first_row, cudaStream_t stream) {
+  if (from.cols() != to.cols() || first_row < 0 || first_row + from.rows() > to.rows()) {
+    throw Error("gpu reference: rows copied outside the matrix");
+  }
+  if (from.size() == 0) return;
+  FC_CUDA(cudaMemcpyAsync(to.row(first_row), from.data(), static_cast<std::size_t>(from.size()) * sizeof(double),
+                          cudaMemcpyDeviceToDevice, stream));
+}
+
 CublasHandle::CublasHandle(cudaStream_t stream) {
   FC_CUBLAS(cublasCreate(&handle_));
   FC_CUBLAS(cublasSetStream(handle_, stream));
@@ -76,6 +85,19 @@ void gemm(const CublasHandle& handle, double alpha, const Operand& a, const Oper
   FC_CUBLAS(cublasDgemm(handle.get(), op(b), op(a), static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
                         &alpha, b.data, static_cast<int>(b.ld), a.data, static_cast<int>(a.ld), &beta, c.data(),
                         static_cast<int>(c.cols())));
+}
+
+void gemm_batched(const CublasHandle& handle, const Operand& a, std::int64_t stride_a, const Operand& b,
+                  std::int64_t stride_b, std::int64_t count, double* c) {
+  const std::int64_t m = a.op_rows(), k = a.op_cols(), n = b.op_cols();
+  if (b.op_rows() != k) throw Error("gpu reference: batched GEMM operands disagree in shape");
+  if (m == 0 || n == 0 || k == 0 || count == 0) throw Error("gpu reference: an empty batched GEMM");
+  const double one = 1, zero = 0;
+  const auto op = [](const Operand& o) { return o.transposed ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  FC_CUBLAS(cublasDgemmStridedBatched(handle.get(), op(b), op(a), static_cast<int>(n), static_cast<int>(m),
+                                      static_cast<int>(k), &one, b.data, static_cast<int>(b.ld), stride_b, a.data,
+                                      static_cast<int>(a.ld), stride_a, &zero, c, static_cast<int>(n), m * n,
+                                      static_cast<int>(count)));
 }
 
 }  // namespace fc::gpu

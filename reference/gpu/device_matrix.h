@@ -47,6 +47,8 @@ struct DeviceBounded {
 DeviceBounded allocate_bounded(std::int64_t rows, std::int64_t cols, DType format, cudaStream_t stream);
 DeviceMatrix zeros(std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 DeviceMatrix copy_of(const DeviceMatrix& m, cudaStream_t stream);
+// Rows [first_row, first_row + from.rows()) of `to` (as wide as from) = from.
+void copy_rows(const DeviceMatrix& from, DeviceMatrix& to, std::int64_t first_row, cudaStream_t stream);
 
 class CublasHandle {
  public:
@@ -84,5 +86,9 @@ inline Operand transposed(Operand o) {
 
 // c = alpha op(a) op(b) + beta c, every matrix row-major (c has no gaps: ld = its cols).
 void gemm(const CublasHandle& handle, double alpha, const Operand& a, const Operand& b, double beta, DeviceMatrix& c);
+// For i in [0, count): c_i = op(a_i) op(b_i), where a_i and b_i are a and b moved by i strides
+// (elements) and c_i is the i-th op(a) rows x op(b) cols matrix of c (dense, one after another).
+void gemm_batched(const CublasHandle& handle, const Operand& a, std::int64_t stride_a, const Operand& b,
+                  std::int64_t stride_b, std::int64_t count, double* c);
 
 }  // namespace fc::gpu

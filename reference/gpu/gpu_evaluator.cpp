@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/check.h"
@@ -25,6 +26,9 @@ constexpr std::int64_t kPrefixBlock = 64;
 // Heads (blocks of rows) evaluated at once, each on its own stream: enough host threads to
 // keep the device busy, few enough that their FP64 tensors fit beside the kernel's buffers.
 constexpr int kConcurrentHeads = 16;
+// Rows x keys of a block: 64 MiB an FP64 tensor, a GiB or so of them a block in flight; four
+// times the host's, so that a block's launches and GEMMs are large enough to fill the device.
+constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
 
 using DevicePtr = std::shared_ptr<const DeviceBounded>;
 
@@ -34,6 +38,47 @@ Bounded resident_on_device(DeviceBounded d) {
   b.format = d.format;
   b.device = std::make_shared<const DeviceBounded>(std::move(d));
   return b;
+}
+
+// The first row and count when `rows` (sorted) are consecutive.
+std::optional<std::int64_t> first_of_consecutive(const std::vector<std::int64_t>& rows) {
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i] != rows[0] + static_cast<std::int64_t>(i)) return std::nullopt;
+  }
+  return rows.empty() ? 0 : rows[0];
+}
+
+// The head's bias [rows, keys] on the device: uploaded when the inputs hold it as a matrix,
+// else formed there from the mask (only a dense mask part travels, as stored when it can).
+DeviceMatrix form_bias(const HeadInputs& in, cudaStream_t s) {
+  if (!in.masked_rows || in.bias.size() > 0) return gpu::upload(in.bias, s);
+  const MaskedRows& m = *in.masked_rows;
+  const std::int64_t rows = in.q.rows(), keys = in.k.rows();
+  const std::optional<std::int64_t> first = first_of_consecutive(m.rows);
+  DeviceMatrix dense;
+  if (m.mask.dense) {
+    if (first && gpu::widens(m.dense->dtype()) && m.mask.dense_row_stride == keys) {
+      dense = DeviceMatrix(rows, keys, s);
+      const auto* stored = static_cast<const unsigned char*>(m.dense->data()) +
+                           static_cast<std::size_t>(m.mask.dense_offset + *first * keys) * dtype_size(m.dense->dtype());
+      gpu::widen(stored, gpu::Memory::host, m.dense->dtype(), rows * keys, 1.0, dense.data(), s);
+    } else {
+      MatrixR values(rows, keys);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < keys; ++j) values(r, j) = m.dense_value(r, j);
+      }
+      dense = gpu::upload(values, s);
+    }
+  }
+  DeviceMatrix row_indices;  // exact as doubles (below 2^53)
+  if (!first) {
+    MatrixR indices(1, rows);
+    for (std::int64_t r = 0; r < rows; ++r) indices(0, r) = static_cast<double>(m.rows[static_cast<std::size_t>(r)]);
+    row_indices = gpu::upload(indices, s);
+  }
+  DeviceMatrix bias(rows, keys, s);
+  gpu::mask_bias(m.mask, first ? nullptr : &row_indices, first.value_or(0), m.mask.dense ? &dense : nullptr, bias, s);
+  return bias;
 }
 
 struct ThreadContext {
@@ -50,7 +95,7 @@ class GpuHeadEvaluator final : public HeadEvaluator {
         q_(gpu::upload(in.q, s_)),
         k_(gpu::upload(in.k, s_)),
         v_(gpu::upload(in.v, s_)),
-        bias_(gpu::upload(in.bias, s_)) {}
+        bias_(form_bias(in, s_)) {}
   ~GpuHeadEvaluator() override { cudaStreamSynchronize(s_); }
 
   const HeadInputs& inputs() const override { return in_; }
@@ -143,21 +188,32 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     return resident_on_device(std::move(out));
   }
 
-  Bounded captured(const HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+  Bounded captured(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
                    double scale, DType format) const override {
-    const HeadLayout l = head_layout(t, b, h);
+    const HeadLayout l = head_layout(t.dims, b, h);
     const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
-    const std::int64_t first = rows && !rows->empty() ? rows->front() : 0;
-    bool consecutive = first >= 0 && first + count <= l.rows;
-    for (std::int64_t i = 0; rows && consecutive && i < count; ++i) consecutive = (*rows)[i] == first + i;
-    // Rows spread over the head (a sample) or a format not widened here: converted on the host.
-    if (!consecutive || !gpu::widens(t.dtype())) return resident(captured_on_host(t, b, h, rows, scale, format));
+    for (std::int64_t r = 0; rows && r < count; ++r) {
+      if ((*rows)[static_cast<std::size_t>(r)] < 0 || (*rows)[static_cast<std::size_t>(r)] >= l.rows) {
+        throw Error("gpu reference: captured row " + std::to_string((*rows)[static_cast<std::size_t>(r)]) +
+                    " outside the head's " + std::to_string(l.rows));
+      }
+    }
+    // A format not widened here: converted on the host.
+    if (!gpu::widens(t.dtype)) return resident(HeadEvaluator::captured(t, b, h, rows, scale, format));
     DeviceBounded d;
     d.format = format;
     d.value = DeviceMatrix(count, l.cols, s_);
-    const auto* stored = static_cast<const unsigned char*>(t.data()) +
-                         static_cast<std::size_t>(l.offset + first * l.cols) * dtype_size(t.dtype());
-    gpu::widen(stored, t.dtype(), count * l.cols, scale, d.value, s_);
+    const auto* head = static_cast<const unsigned char*>(t.host ? t.host->data() : t.device) +
+                       static_cast<std::size_t>(l.offset) * dtype_size(t.dtype);
+    // Each run of consecutive rows (a sample's rows spread over the head) in one widening.
+    for (std::int64_t r = 0; r < count;) {
+      const std::int64_t first = rows ? (*rows)[static_cast<std::size_t>(r)] : 0;
+      std::int64_t run = rows ? 1 : count;
+      while (r + run < count && (*rows)[static_cast<std::size_t>(r + run)] == first + run) ++run;
+      gpu::widen(head + static_cast<std::size_t>(first * l.cols) * dtype_size(t.dtype),
+                 t.host ? gpu::Memory::host : gpu::Memory::device, t.dtype, run * l.cols, scale, d.value.row(r), s_);
+      r += run;
+    }
     return resident_on_device(std::move(d));
   }
 
@@ -230,22 +286,30 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
   const DeviceMatrix& v_nominal = nominal(v_, floor);
   const DeviceMatrix& v_abs = nominal(v_, 0);
 
-  // Block by block, as eval_pv: the value, sum nu|p| nu|v| (+|acc|) and the reach of every prefix.
+  // Block by block, as eval_pv: the value, sum nu|p| nu|v| (+|acc|) and the reach of every
+  // prefix. Every block's two products at once (batched GEMMs), then one pass sums them in order.
   DeviceBounded out;
   out.format = a.out;
   out.value = acc ? gpu::copy_of(device_acc->value, s_) : gpu::zeros(rows, cols, s_);
-  DeviceMatrix accumulated(rows, cols, s_);
-  gpu::nominal(out.value, 0, accumulated, s_);
-  DeviceMatrix reach = gpu::copy_of(accumulated, s_);
-  DeviceMatrix block(rows, cols, s_);
-  for (std::int64_t j = 0; j < keys; j += kPrefixBlock) {
-    const std::int64_t width = std::min(kPrefixBlock, keys - j);
-    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(p_nominal, j, width), gpu::rows_of(v_nominal, key_begin + j, width), 0,
-              block);
-    gpu::reach_step(out.value, block, reach, accumulated, s_);
-    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(dp.value, j, width), gpu::rows_of(v_, key_begin + j, width), 1, out.value);
+  DeviceMatrix accumulated(rows, cols, s_), reach(rows, cols, s_);
+  const std::int64_t blocks = (keys + kPrefixBlock - 1) / kPrefixBlock, whole = keys / kPrefixBlock;
+  DeviceMatrix value_blocks(blocks * rows, cols, s_), nominal_blocks(blocks * rows, cols, s_);
+  if (whole > 0 && rows > 0 && cols > 0) {
+    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(dp.value, 0, kPrefixBlock), kPrefixBlock,
+                      gpu::rows_of(v_, key_begin, kPrefixBlock), kPrefixBlock * cols, whole, value_blocks.data());
+    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(p_nominal, 0, kPrefixBlock), kPrefixBlock,
+                      gpu::rows_of(v_nominal, key_begin, kPrefixBlock), kPrefixBlock * cols, whole,
+                      nominal_blocks.data());
   }
-  gpu::reach_final(out.value, reach, s_);
+  if (whole < blocks) {  // the last, narrower block, into its place
+    const std::int64_t j = whole * kPrefixBlock, width = keys - j;
+    DeviceMatrix last(rows, cols, s_);
+    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(dp.value, j, width), gpu::rows_of(v_, key_begin + j, width), 0, last);
+    gpu::copy_rows(last, value_blocks, whole * rows, s_);
+    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(p_nominal, j, width), gpu::rows_of(v_nominal, key_begin + j, width), 0, last);
+    gpu::copy_rows(last, nominal_blocks, whole * rows, s_);
+  }
+  gpu::prefix_scan(value_blocks.data(), nominal_blocks.data(), blocks, out.value, accumulated, reach, s_);
 
   const gpu::Operand v_rows_abs = gpu::rows_of(v_abs, key_begin, keys);
   // sum |p||v| (+|acc|) as it is (without the tensor cores' nominal sizes).
@@ -363,6 +427,7 @@ class GpuEvaluators final : public EvaluatorSource {
   }
   const char* device() const override { return "gpu"; }
   int concurrency() const override { return kConcurrentHeads; }
+  std::int64_t block_elements() const override { return kDeviceBlockElements; }
 
  private:
   ThreadContext& context() const {

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/check.h"
 
@@ -32,6 +33,67 @@ struct WarpTeam {
     return x;
   }
 };
+
+// The whole block cooperating on one row, for long rows (a warp a row leaves most of the
+// device idle when a block of rows is a few hundred): lane sums within each warp, then the
+// warps' sums in warp order, which every thread reads alike. Every thread of the block makes
+// every reduction (stage_math's row functions call them in uniform control flow).
+struct BlockTeam {
+  double* scratch;  // shared, one entry per warp
+  __device__ int rank() const { return static_cast<int>(threadIdx.x); }
+  __device__ int size() const { return static_cast<int>(blockDim.x); }
+  __device__ bool leader() const { return threadIdx.x == 0; }
+  template <class Op>
+  __device__ double reduce(double x, Op op) const {
+    for (int offset = 16; offset > 0; offset /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, offset));
+    __syncthreads();  // the previous reduction's reads of scratch are done
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
+    __syncthreads();
+    double r = scratch[0];
+    for (unsigned w = 1; w < blockDim.x / 32; ++w) r = op(r, scratch[w]);
+    return r;
+  }
+  __device__ double sum(double x) const {
+    return reduce(x, [](double a, double b) { return a + b; });
+  }
+  __device__ double max(double x) const {
+    return reduce(x, [](double a, double b) { return stage_math::nan_max(a, b); });
+  }
+};
+
+// Rows at least this long are reduced by a block rather than a warp.
+constexpr std::int64_t kBlockRowCols = 512;
+
+// A row's team and its row: TeamKind is WarpTeam (kRowsPerBlock rows a block) or BlockTeam
+// (a row a block); -1 past the last row.
+template <class TeamKind>
+struct RowTeam;
+template <>
+struct RowTeam<WarpTeam> {
+  static unsigned blocks(std::int64_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+  __device__ static WarpTeam team() { return WarpTeam{static_cast<int>(threadIdx.x % 32)}; }
+  __device__ static std::int64_t row(std::int64_t rows) {
+    const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+    return r < rows ? r : -1;
+  }
+};
+template <>
+struct RowTeam<BlockTeam> {
+  static unsigned blocks(std::int64_t rows) { return static_cast<unsigned>(rows); }
+  __device__ static BlockTeam team() {
+    __shared__ double scratch[kThreads / 32];
+    return BlockTeam{scratch};
+  }
+  __device__ static std::int64_t row(std::int64_t) { return blockIdx.x; }
+};
+
+// A row's passes (a dozen for softmax) read it again and again: with the shared memory carved
+// down to what the reductions need, a block's row (value and both bounds, 96 KiB at 4096
+// keys) stays in L1 between them.
+template <class Kernel>
+void prefer_l1(Kernel kernel) {
+  FC_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxL1));
+}
 
 // Base pointers of a bounded matrix; its row r for the shared math.
 // Null bounds: an exact tensor (stage_math.h, RowIn).
@@ -97,16 +159,28 @@ __global__ void add_kernel(double* into, const double* x, std::int64_t n) {
   FC_GRID_STRIDE(i, n) into[i] += x[i];
 }
 
-__global__ void reach_step_kernel(const double* value, const double* block, double* reach, double* accumulated,
-                                  std::int64_t n) {
+__global__ void prefix_scan_kernel(const double* value_blocks, const double* nominal_blocks, std::int64_t blocks,
+                                   std::int64_t n, double* value, double* accumulated, double* reach) {
   FC_GRID_STRIDE(i, n) {
-    reach[i] = stage_math::larger(reach[i], fabs(value[i]) + block[i]);
-    accumulated[i] += block[i];
+    double v = value[i], sum = fabs(v), top = sum;
+    for (std::int64_t j = 0; j < blocks; ++j) {
+      const double nominal = nominal_blocks[j * n + i];
+      top = stage_math::larger(top, fabs(v) + nominal);
+      sum += nominal;
+      v += value_blocks[j * n + i];
+    }
+    value[i] = v;
+    accumulated[i] = sum;
+    reach[i] = stage_math::larger(top, fabs(v));
   }
 }
 
-__global__ void reach_final_kernel(const double* value, double* reach, std::int64_t n) {
-  FC_GRID_STRIDE(i, n) reach[i] = stage_math::larger(reach[i], fabs(value[i]));
+__global__ void mask_bias_kernel(HeadMask mask, const double* rows, std::int64_t first_row, const double* dense,
+                                 std::int64_t n_rows, std::int64_t keys, double* out) {
+  FC_GRID_STRIDE(i, n_rows * keys) {
+    const std::int64_t r = i / keys, j = i % keys;
+    out[i] = mask.bias(rows ? static_cast<std::int64_t>(rows[r]) : first_row + r, j, dense ? dense[i] : 0.0);
+  }
 }
 
 __global__ void qk_kernel(const double* t, const double* magnitude, const double* bias, std::int64_t bias_cols,
@@ -119,21 +193,22 @@ __global__ void qk_kernel(const double* t, const double* magnitude, const double
   }
 }
 
+template <class TeamKind>
 __global__ void softmax_kernel(BoundedIn s, std::int64_t rows, BoundedOut p, BoundedOut max, BoundedOut sum,
                                stage_math::OutputTerms terms) {
-  const std::int64_t r = warp_row(rows);
+  const std::int64_t r = RowTeam<TeamKind>::row(rows);
   if (r < 0) return;
-  stage_math::softmax_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, s.cols, s.row(r), p.row(r), max.row(r),
-                          sum.row(r), terms);
+  stage_math::softmax_row(RowTeam<TeamKind>::team(), s.cols, s.row(r), p.row(r), max.row(r), sum.row(r), terms);
 }
 
+template <class TeamKind>
 __global__ void online_softmax_kernel(BoundedIn s, BoundedIn prev_max, BoundedIn prev_sum, std::int64_t rows,
                                       BoundedOut p, BoundedOut max, BoundedOut sum, BoundedOut rescale,
                                       stage_math::OutputTerms terms) {
-  const std::int64_t r = warp_row(rows);
+  const std::int64_t r = RowTeam<TeamKind>::row(rows);
   if (r < 0) return;
-  stage_math::online_softmax_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, s.cols, s.row(r), prev_max.row(r),
-                                 prev_sum.row(r), p.row(r), max.row(r), sum.row(r), rescale.row(r), terms);
+  stage_math::online_softmax_row(RowTeam<TeamKind>::team(), s.cols, s.row(r), prev_max.row(r), prev_sum.row(r),
+                                 p.row(r), max.row(r), sum.row(r), rescale.row(r), terms);
 }
 
 __global__ void rescale_kernel(BoundedIn acc, BoundedIn prev_max, BoundedIn new_max, std::int64_t rows, BoundedOut o,
@@ -224,15 +299,20 @@ void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& o, cudaStream_t 
 
 bool widens(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64; }
 
-void widen(const void* host, DType t, std::int64_t n, double scale, DeviceMatrix& o, cudaStream_t stream) {
+void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream) {
   if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));
   if (n == 0) return;
+  const int format = t == DType::f16 ? 0 : t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3;
+  if (where == Memory::device) {
+    widen_kernel<<<element_blocks(n), kThreads, 0, stream>>>(data, format, n, scale, out);
+    FC_CUDA_LAUNCH();
+    return;
+  }
   const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(t);
   void* raw = nullptr;
   FC_CUDA(cudaMallocAsync(&raw, bytes, stream));
-  const cudaError_t copied = cudaMemcpyAsync(raw, host, bytes, cudaMemcpyHostToDevice, stream);
-  const int format = t == DType::f16 ? 0 : t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3;
-  if (copied == cudaSuccess) widen_kernel<<<element_blocks(n), kThreads, 0, stream>>>(raw, format, n, scale, o.data());
+  const cudaError_t copied = cudaMemcpyAsync(raw, data, bytes, cudaMemcpyHostToDevice, stream);
+  if (copied == cudaSuccess) widen_kernel<<<element_blocks(n), kThreads, 0, stream>>>(raw, format, n, scale, out);
   const cudaError_t launched = cudaGetLastError();
   const cudaError_t freed = cudaFreeAsync(raw, stream);
   FC_CUDA(copied);
@@ -252,17 +332,19 @@ void add(DeviceMatrix& into, const DeviceMatrix& x, cudaStream_t stream) {
   FC_CUDA_LAUNCH();
 }
 
-void reach_step(const DeviceMatrix& value, const DeviceMatrix& block, DeviceMatrix& reach, DeviceMatrix& accumulated,
-                cudaStream_t stream) {
+void prefix_scan(const double* value_blocks, const double* nominal_blocks, std::int64_t blocks, DeviceMatrix& value,
+                 DeviceMatrix& accumulated, DeviceMatrix& reach, cudaStream_t stream) {
   if (value.size() == 0) return;
-  reach_step_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(value.data(), block.data(), reach.data(),
-                                                                           accumulated.data(), value.size());
+  prefix_scan_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(
+      value_blocks, nominal_blocks, blocks, value.size(), value.data(), accumulated.data(), reach.data());
   FC_CUDA_LAUNCH();
 }
 
-void reach_final(const DeviceMatrix& value, DeviceMatrix& reach, cudaStream_t stream) {
-  if (value.size() == 0) return;
-  reach_final_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(value.data(), reach.data(), value.size());
+void mask_bias(const HeadMask& mask, const DeviceMatrix* rows, std::int64_t first_row, const DeviceMatrix* dense,
+               DeviceMatrix& o, cudaStream_t stream) {
+  if (o.size() == 0) return;
+  mask_bias_kernel<<<element_blocks(o.size()), kThreads, 0, stream>>>(
+      mask, rows ? rows->data() : nullptr, first_row, dense ? dense->data() : nullptr, o.rows(), o.cols(), o.data());
   FC_CUDA_LAUNCH();
 }
 
@@ -278,7 +360,15 @@ void softmax_rows(const DeviceBounded& scores, DeviceBounded& p, DeviceBounded& 
                   const stage_math::OutputTerms& terms, cudaStream_t stream) {
   const std::int64_t rows = scores.value.rows();
   if (rows == 0) return;
-  softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(scores), rows, out(p), out(max), out(sum), terms);
+  if (scores.value.cols() >= kBlockRowCols) {
+    static std::once_flag carved;
+    std::call_once(carved, [] { prefer_l1(softmax_kernel<BlockTeam>); });
+    softmax_kernel<BlockTeam><<<RowTeam<BlockTeam>::blocks(rows), kThreads, 0, stream>>>(in(scores), rows, out(p),
+                                                                                        out(max), out(sum), terms);
+  } else {
+    softmax_kernel<WarpTeam><<<RowTeam<WarpTeam>::blocks(rows), kThreads, 0, stream>>>(in(scores), rows, out(p),
+                                                                                      out(max), out(sum), terms);
+  }
   FC_CUDA_LAUNCH();
 }
 
@@ -287,8 +377,15 @@ void online_softmax_rows(const DeviceBounded& scores, const DeviceBounded& prev_
                          const stage_math::OutputTerms& terms, cudaStream_t stream) {
   const std::int64_t rows = scores.value.rows();
   if (rows == 0) return;
-  online_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(scores), in(prev_max), in(prev_sum), rows, out(p),
-                                                                   out(max), out(sum), out(rescale), terms);
+  if (scores.value.cols() >= kBlockRowCols) {
+    static std::once_flag carved;
+    std::call_once(carved, [] { prefer_l1(online_softmax_kernel<BlockTeam>); });
+    online_softmax_kernel<BlockTeam><<<RowTeam<BlockTeam>::blocks(rows), kThreads, 0, stream>>>(
+        in(scores), in(prev_max), in(prev_sum), rows, out(p), out(max), out(sum), out(rescale), terms);
+  } else {
+    online_softmax_kernel<WarpTeam><<<RowTeam<WarpTeam>::blocks(rows), kThreads, 0, stream>>>(
+        in(scores), in(prev_max), in(prev_sum), rows, out(p), out(max), out(sum), out(rescale), terms);
+  }
   FC_CUDA_LAUNCH();
 }
 

@@ -4,6 +4,7 @@
 // helpers the GEMMs around them need. Each launches on `stream` and checks the launch.
 #include <vector>
 
+#include "core/head_mask.h"
 #include "reference/gpu/device_matrix.h"
 #include "reference/stage_math.h"
 
@@ -13,19 +14,28 @@ namespace fc::gpu {
 void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& out, cudaStream_t stream);
 // The formats widen() reads: fp16, bf16, fp32, fp64.
 bool widens(DType t);
-// out (n elements) = scale x the n elements at `host` stored in format t, copied as stored
-// (2, 4 or 8 bytes an element) and widened to FP64 on the device.
-void widen(const void* host, DType t, std::int64_t n, double scale, DeviceMatrix& out, cudaStream_t stream);
+enum class Memory { host, device };
+// out[0, n) = scale x the n elements at `data` stored in format t, widened to FP64 on
+// the device; from the host they are copied as stored (2, 4 or 8 bytes an element) first.
+void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream);
 
 // out = x^2, element by element.
 void square(const DeviceMatrix& x, DeviceMatrix& out, cudaStream_t stream);
 // into += x.
 void add(DeviceMatrix& into, const DeviceMatrix& x, cudaStream_t stream);
-// One step of P.V's prefix tracking: reach = max(reach, |value| + block), accumulated += block.
-void reach_step(const DeviceMatrix& value, const DeviceMatrix& block, DeviceMatrix& reach, DeviceMatrix& accumulated,
-                cudaStream_t stream);
-// reach = max(reach, |value|).
-void reach_final(const DeviceMatrix& value, DeviceMatrix& reach, cudaStream_t stream);
+// P.V's prefix tracking over `blocks` consecutive blocks of keys, each block's products
+// already summed (value_blocks, nominal_blocks: blocks matrices the size of value, one after
+// another). Starting from value (the accumulator, or 0), accumulated = |value| and reach = it,
+// for each block: reach = max(reach, |value| + nominal), accumulated += nominal, value +=
+// the block's value; and last reach = max(reach, |value|).
+void prefix_scan(const double* value_blocks, const double* nominal_blocks, std::int64_t blocks, DeviceMatrix& value,
+                 DeviceMatrix& accumulated, DeviceMatrix& reach, cudaStream_t stream);
+
+// out [rows, keys] = the bias of each (row, key): row r is the head's query row rows[r]
+// (1 x rows, row indices held exactly as doubles), or first_row + r when rows is null; dense
+// (null without one) holds the dense mask part of the same rows, widened.
+void mask_bias(const HeadMask& mask, const DeviceMatrix* rows, std::int64_t first_row, const DeviceMatrix* dense,
+               DeviceMatrix& out, cudaStream_t stream);
 
 // Scores from t = scale q k^T and its magnitude, with the bias of key columns from col_begin.
 void qk_elements(const DeviceMatrix& t, const DeviceMatrix& magnitude, const DeviceMatrix& bias, std::int64_t col_begin,

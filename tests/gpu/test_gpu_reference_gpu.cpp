@@ -87,8 +87,10 @@ Bounded kernel_like(const Bounded& b) {
   return Bounded::exact(b.value.unaryExpr([](double x) { return round_to(DType::f16, x); }), DType::f16);
 }
 
-void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::string& label) {
-  const std::unique_ptr<HeadEvaluator> host = host_evaluator(in), dev = gpu.for_head(in);
+// The host evaluates `in`; the GPU `on_device`, the same head with its bias as a matrix or
+// as the mask it forms on the device.
+void check_head(const HeadInputs& in, const HeadInputs& on_device, const EvaluatorSource& gpu, const std::string& label) {
+  const std::unique_ptr<HeadEvaluator> host = host_evaluator(in), dev = gpu.for_head(on_device);
   for (const Variant& v : arithmetic_variants()) {
     const std::string at = label + ", " + v.name;
     const FullReference fc = full_reference(*host, v.a), fg = full_reference(*dev, v.a);
@@ -100,21 +102,25 @@ void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::str
     check_agree(fc.lse, fg.lse, *dev, at + ": full lse");
 
     const std::int64_t keys = in.k.rows();
-    const BlockedReference bc = blocked_reference(*host, 0, keys, 32, v.a);
-    const BlockedReference bg = blocked_reference(*dev, 0, keys, 32, v.a);
-    REQUIRE(bc.tiles.size() == bg.tiles.size());
-    for (std::size_t j = 0; j < bc.tiles.size(); ++j) {
-      const std::string tile = at + ": tile " + std::to_string(j) + " ";
-      check_agree(bc.tiles[j].scores, bg.tiles[j].scores, *dev, tile + "scores");
-      check_agree(bc.tiles[j].softmax.p_tilde, bg.tiles[j].softmax.p_tilde, *dev, tile + "p~");
-      check_agree(bc.tiles[j].softmax.max, bg.tiles[j].softmax.max, *dev, tile + "max");
-      check_agree(bc.tiles[j].softmax.sum, bg.tiles[j].softmax.sum, *dev, tile + "sum");
-      check_agree(bc.tiles[j].softmax.rescale, bg.tiles[j].softmax.rescale, *dev, tile + "rescale factor");
-      check_agree(bc.tiles[j].rescaled, bg.tiles[j].rescaled, *dev, tile + "rescaled accumulator");
-      check_agree(bc.tiles[j].acc, bg.tiles[j].acc, *dev, tile + "accumulator");
+    // Tiles of 32 keys (a warp a row), and of 520 where the row is long enough (a block a row).
+    for (const std::int64_t width : {std::int64_t{32}, std::int64_t{520}}) {
+      if (width > keys) continue;
+      const BlockedReference bc = blocked_reference(*host, 0, keys, width, v.a);
+      const BlockedReference bg = blocked_reference(*dev, 0, keys, width, v.a);
+      REQUIRE(bc.tiles.size() == bg.tiles.size());
+      for (std::size_t j = 0; j < bc.tiles.size(); ++j) {
+        const std::string tile = at + ": tiles of " + std::to_string(width) + ", tile " + std::to_string(j) + " ";
+        check_agree(bc.tiles[j].scores, bg.tiles[j].scores, *dev, tile + "scores");
+        check_agree(bc.tiles[j].softmax.p_tilde, bg.tiles[j].softmax.p_tilde, *dev, tile + "p~");
+        check_agree(bc.tiles[j].softmax.max, bg.tiles[j].softmax.max, *dev, tile + "max");
+        check_agree(bc.tiles[j].softmax.sum, bg.tiles[j].softmax.sum, *dev, tile + "sum");
+        check_agree(bc.tiles[j].softmax.rescale, bg.tiles[j].softmax.rescale, *dev, tile + "rescale factor");
+        check_agree(bc.tiles[j].rescaled, bg.tiles[j].rescaled, *dev, tile + "rescaled accumulator");
+        check_agree(bc.tiles[j].acc, bg.tiles[j].acc, *dev, tile + "accumulator");
+      }
+      check_agree(bc.out, bg.out, *dev, at + ": blocked output, tiles of " + std::to_string(width));
+      check_agree(bc.lse, bg.lse, *dev, at + ": blocked lse, tiles of " + std::to_string(width));
     }
-    check_agree(bc.out, bg.out, *dev, at + ": blocked output");
-    check_agree(bc.lse, bg.lse, *dev, at + ": blocked lse");
 
     const SplitReference sc = split_reference(*host, 3, 16, v.a), sg = split_reference(*dev, 3, 16, v.a);
     for (std::size_t t = 0; t < sc.splits.size(); ++t) {
@@ -130,6 +136,7 @@ void check_head(const HeadInputs& in, const EvaluatorSource& gpu, const std::str
                 at + ": local softmax");
     check_agree(host->pv(probs, 0, keys, nullptr, v.a.pv), dev->pv(probs, 0, keys, nullptr, v.a.pv), *dev,
                 at + ": local pv");
+    const BlockedReference bc = blocked_reference(*host, 0, keys, 32, v.a);
     if (bc.tiles.size() >= 2) {
       const TileReference& t0 = bc.tiles[0];
       const TileReference& t1 = bc.tiles[1];
@@ -168,8 +175,10 @@ TEST_CASE("the GPU reference computes every chain and stage function as the Eige
       {{1, 2, 50, 120, 64}, "window=16,0", "tiny"},
       {{1, 2, 40, 80, 64}, "masked-rows", "normal"},             // rows with no key
       {{1, 2, 40, 80, 64}, "bias", "normal"},                    // additive biases with -inf
+      {{2, 2, 40, 80, 64}, "bool+causal-br", "normal"},          // a boolean dense part
       {{1, 1, 40, 80, 64}, "causal+masked-bias=min", "normal"},  // finite masking bias
       {{1, 2, 40, 80, 64}, "alibi", "uniform"},
+      {{1, 1, 24, 700, 64}, "causal-br", "normal"},  // rows of 512 keys or more: a block a row
   };
   for (const Case& c : cases) {
     CaseSpec spec;
@@ -182,12 +191,18 @@ TEST_CASE("the GPU reference computes every chain and stage function as the Eige
       const std::int64_t b = bh / c.shape.heads, h = bh % c.shape.heads;
       std::ostringstream label;
       label << c.shape.to_string() << " " << c.mask << " " << c.dist << " b=" << b << " h=" << h;
-      check_head(head_inputs(in, b, h), *gpu, label.str());
+      const HeadInputs matrix = head_inputs(in, b, h);
+      check_head(matrix, matrix, *gpu, label.str());
+      check_head(matrix, head_inputs(in, b, h, BiasForm::mask), *gpu, label.str() + ", bias formed on the GPU");
+      // Rows spread over the head (a sample): their indices travel to the device.
+      const std::vector<std::int64_t> rows = {0, 2, 3, 11, c.shape.q_len - 1};
+      check_head(head_inputs(in, b, h, rows), head_inputs(in, b, h, rows, BiasForm::mask), *gpu,
+                 label.str() + ", rows 0 2 3 11 and the last, bias formed on the GPU");
     }
     if (&c == &cases[0]) {  // a NaN input reaches its row's every quantity on both devices alike
       HeadInputs with_nan = head_inputs(in, 0, 0);
       with_nan.q(3, 5) = std::numeric_limits<double>::quiet_NaN();
-      check_head(with_nan, *gpu, c.shape.to_string() + " with a NaN in q row 3");
+      check_head(with_nan, with_nan, *gpu, c.shape.to_string() + " with a NaN in q row 3");
     }
   }
 }
@@ -195,6 +210,7 @@ TEST_CASE("the GPU reference computes every chain and stage function as the Eige
 TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's references and verdicts",
           "[gpu][reference]") {
   const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  std::size_t kept_on_device = 0;
   for (const char* name : {"naive", "flash-splitkv", "cublaslt-paged", "wmma-fused"}) {
     std::unique_ptr<Implementation> impl = make_implementation(name);
     REQUIRE(impl);
@@ -210,6 +226,15 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
       if (!fault.empty()) run_impl->inject(fault);
       const TraceRun run = run_traced(*run_impl, in, &device, true);
       REQUIRE(run.error.empty());
+      // The same run with its copies kept on the device, as a GPU judgement makes it.
+      std::unique_ptr<Implementation> again = make_implementation(name);
+      if (!fault.empty()) again->inject(fault);
+      const TraceRun kept = run_traced(*again, in, &device, true, true);
+      REQUIRE(kept.error.empty());
+      for (const Captured& c : kept.captured) {  // kept on the device, or (row blocks) on the host
+        if (c.present && c.problem.empty()) CHECK(c.copied());
+        kept_on_device += c.resident && c.tensor.empty() ? 1 : 0;
+      }
       // Whole heads, blocks of 16 rows (the captures read from a first row past 0), and a
       // sample of 16 rows a head (rows spread over the head).
       const RowSample sample = sample_rows(in.problem, run.graph, parse_rows("16"));
@@ -226,7 +251,18 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
             evaluate_outputs(in, run, &refs_cpu, BoundChoice::tight, way.sample, way.block_elements);
         const std::vector<OutputResult> on_gpu = evaluate_outputs(in, run, &refs_gpu, BoundChoice::tight, way.sample,
                                                                   way.block_elements, std::nullopt, *gpu);
+        const std::vector<OutputResult> from_device = evaluate_outputs(in, kept, nullptr, BoundChoice::tight, way.sample,
+                                                                       way.block_elements, std::nullopt, *gpu);
         REQUIRE(cpu.size() == on_gpu.size());
+        REQUIRE(from_device.size() == on_gpu.size());
+        for (std::size_t i = 0; i < cpu.size(); ++i) {  // the copies kept on the device are judged alike
+          INFO(on_gpu[i].name << " from the device copy");
+          const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+          CHECK(same(from_device[i].end_to_end.max_normalized_error, on_gpu[i].end_to_end.max_normalized_error));
+          CHECK(same(from_device[i].local.max_normalized_error, on_gpu[i].local.max_normalized_error));
+          CHECK(from_device[i].end_to_end.failures() == on_gpu[i].end_to_end.failures());
+          CHECK(from_device[i].local.failures() == on_gpu[i].local.failures());
+        }
         int compared = 0;
         for (std::size_t i = 0; i < cpu.size(); ++i) {
           INFO(cpu[i].name);
@@ -253,6 +289,7 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
       }
     }
   }
+  CHECK(kept_on_device > 0);
 }
 
 }  // namespace fc
