@@ -65,9 +65,11 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       const bool observed = options.on_run && spec.keep_as_fixture;  // a cell too large to keep is in no report
       JudgeOptions judging;
       judging.rows = spec.rows;
-      const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed, judging);
-      cell.clean = clean.result;
-      if (observed && !cell.clean_ok()) options.on_run(cell, inputs, clean, false);
+      {  // the clean run's captures (device copies among them) go before the faulty run
+        const Judged clean = judge_case_keeping(*impl, inputs, description, device.get(), observed, judging);
+        cell.clean = clean.result;
+        if (observed && !cell.clean_ok()) options.on_run(cell, inputs, clean, false);
+      }
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
       const bool snapshot = !options.snapshots.empty() && spec.keep_as_fixture;

@@ -291,6 +291,7 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
           continue;  // no detection is measured against a baseline that does not pass
         }
         clean->run = std::move(j.run);
+        bring_to_host(clean->run.captured);  // kept while the next runs use the device
         runs.push_back(std::move(clean));
       }
       std::vector<std::map<CellKey, SensitivityCell>> per_run(runs.size());

@@ -214,9 +214,10 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
 
 void bring_to_host(std::vector<Captured>& captured) {
   for (Captured& c : captured) {
-    if (!c.resident || !c.tensor.empty()) continue;
+    if (!c.resident) continue;
     c.tensor = HostTensor(c.view.dtype, c.view.dims);
     FC_CUDA(cudaMemcpy(c.tensor.data(), c.resident->get(), c.tensor.nbytes(), cudaMemcpyDeviceToHost));
+    c.resident.reset();  // a run kept for later holds no device memory
   }
 }
 

@@ -32,7 +32,7 @@ struct Captured {
 };
 
 // Host copies of the captures kept on the device (what attribution, hypotheses, snapshots and
-// reports read).
+// reports read); their device copies are released.
 void bring_to_host(std::vector<Captured>& captured);
 
 // For a varlen problem that copies to the host, the flags are taken on the host copy over

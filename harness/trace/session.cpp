@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "reference/gpu/gpu_evaluator.h"
 #include "stages/device_kernels.h"
 
 namespace fc {
@@ -40,13 +41,12 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   return "";
 }
 
-// What a device copy of a capture leaves free: room for the GPU reference's blocks (a few
-// dozen FP64 tensors of each head it judges at once) and what the implementation's later
-// stages allocate.
+// What a device copy of a capture leaves free: room for the GPU reference's blocks and for what
+// the implementation's later stages allocate (an eighth of the device).
 std::size_t device_headroom() {
   std::size_t free = 0, total = 0;
   FC_CUDA(cudaMemGetInfo(&free, &total));
-  return std::max<std::size_t>(std::size_t{8} << 30, total / 8);
+  return std::max(gpu_reference_working_bytes(), total / 8);
 }
 
 }  // namespace

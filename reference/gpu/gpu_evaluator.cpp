@@ -29,6 +29,9 @@ constexpr int kConcurrentHeads = 16;
 // Rows x keys of a block: 64 MiB an FP64 tensor, a GiB or so of them a block in flight; four
 // times the host's, so that a block's launches and GEMMs are large enough to fill the device.
 constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
+// FP64 tensors of a block's size one evaluator holds at most: the end-to-end and stage-local
+// references with their bounds, the captures widened, the bias and the GEMMs' temporaries.
+constexpr std::int64_t kTensorsPerBlock = 16;
 
 using DevicePtr = std::shared_ptr<const DeviceBounded>;
 
@@ -445,5 +448,9 @@ class GpuEvaluators final : public EvaluatorSource {
 }  // namespace
 
 std::unique_ptr<EvaluatorSource> gpu_evaluators() { return std::make_unique<GpuEvaluators>(); }
+
+std::size_t gpu_reference_working_bytes() {
+  return static_cast<std::size_t>(kConcurrentHeads * kDeviceBlockElements * kTensorsPerBlock) * sizeof(double);
+}
 
 }  // namespace fc

@@ -4,7 +4,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "core/check.h"
 
@@ -86,14 +85,6 @@ struct RowTeam<BlockTeam> {
   }
   __device__ static std::int64_t row(std::int64_t) { return blockIdx.x; }
 };
-
-// A row's passes (a dozen for softmax) read it again and again: with the shared memory carved
-// down to what the reductions need, a block's row (value and both bounds, 96 KiB at 4096
-// keys) stays in L1 between them.
-template <class Kernel>
-void prefer_l1(Kernel kernel) {
-  FC_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxL1));
-}
 
 // Base pointers of a bounded matrix; its row r for the shared math.
 // Null bounds: an exact tensor (stage_math.h, RowIn).
@@ -361,8 +352,6 @@ void softmax_rows(const DeviceBounded& scores, DeviceBounded& p, DeviceBounded& 
   const std::int64_t rows = scores.value.rows();
   if (rows == 0) return;
   if (scores.value.cols() >= kBlockRowCols) {
-    static std::once_flag carved;
-    std::call_once(carved, [] { prefer_l1(softmax_kernel<BlockTeam>); });
     softmax_kernel<BlockTeam><<<RowTeam<BlockTeam>::blocks(rows), kThreads, 0, stream>>>(in(scores), rows, out(p),
                                                                                         out(max), out(sum), terms);
   } else {
@@ -378,8 +367,6 @@ void online_softmax_rows(const DeviceBounded& scores, const DeviceBounded& prev_
   const std::int64_t rows = scores.value.rows();
   if (rows == 0) return;
   if (scores.value.cols() >= kBlockRowCols) {
-    static std::once_flag carved;
-    std::call_once(carved, [] { prefer_l1(online_softmax_kernel<BlockTeam>); });
     online_softmax_kernel<BlockTeam><<<RowTeam<BlockTeam>::blocks(rows), kThreads, 0, stream>>>(
         in(scores), in(prev_max), in(prev_sum), rows, out(p), out(max), out(sum), out(rescale), terms);
   } else {
