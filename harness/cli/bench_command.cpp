@@ -96,7 +96,7 @@ std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
       const std::unique_ptr<HeadEvaluator> ev = gpu->for_head(head);
       const FullReference r = full_reference(*ev, a);
       if (!ev->to_host(r.out).value.allFinite()) throw Error("GPU reference benchmark produced a non-finite output");
-    });
+    }, gpu->concurrency());
   };
   chains();  // warm-up: streams, cuBLAS handles, the memory pool
   auto t = std::chrono::steady_clock::now();
@@ -111,8 +111,8 @@ std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
   const double dgemm_gflops = 2.0 * static_cast<double>(n) * n * n / ms / 1e6;
   std::printf("gpu reference  %s: %.1f GFLOP/s (with bounds, heads on %d threads); cuBLAS DGEMM %lldx%lldx%lld: "
               "%.1f GFLOP/s\n",
-              s.to_string().c_str(), reference_gflops, omp_get_max_threads(), static_cast<long long>(n),
-              static_cast<long long>(n), static_cast<long long>(n), dgemm_gflops);
+              s.to_string().c_str(), reference_gflops, std::min(gpu->concurrency(), omp_get_max_threads()),
+              static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(n), dgemm_gflops);
   return {{"gpu reference " + s.to_string(), reference_gflops, "GFLOP/s", dgemm_gflops, "cuBLAS DGEMM"}};
 }
 

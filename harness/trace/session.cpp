@@ -17,12 +17,23 @@ std::vector<std::string> names_of(const Workspace& workspace) {
   return names;
 }
 
+// What device copies of captures leave free: what the GPU reference holds at once, less the
+// implementation's buffers (given back before it runs), and room for what the implementation
+// allocates while it runs (an eighth of the device).
+std::size_t device_headroom(std::size_t workspace_bytes) {
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  const std::size_t reference = gpu_reference_working_bytes();
+  return std::max(reference > workspace_bytes ? reference - workspace_bytes : 0, total / 8);
+}
+
 // One run: prepare the implementation's buffers, tune, poison, run with the tap, read the
 // flags back. Returns the run's error, empty when it ran.
 std::string run_once(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                      Workspace& workspace, CaptureTap& tap, bool trace_build, std::vector<DescriptorReport>* descriptors,
-                     cudaStream_t stream, bool gpu) {
+                     cudaStream_t stream, bool gpu, bool keep_on_device = false) {
   impl.prepare(inputs.problem, workspace, trace_build);
+  if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()));
   if (gpu) {
     RunContext tuning{inputs, device, nullptr, stream};
     impl.tune(tuning);
@@ -41,14 +52,6 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   return "";
 }
 
-// What a device copy of a capture leaves free: room for the GPU reference's blocks and for what
-// the implementation's later stages allocate (an eighth of the device).
-std::size_t device_headroom() {
-  std::size_t free = 0, total = 0;
-  FC_CUDA(cudaMemGetInfo(&free, &total));
-  return std::max(gpu_reference_working_bytes(), total / 8);
-}
-
 }  // namespace
 
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
@@ -62,8 +65,7 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
 
   Workspace workspace(gpu);
   CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
-  if (keep_on_device) tap.keep_on_device(device_headroom());
-  run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu);
+  run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu, keep_on_device);
   run.captured = std::move(tap.results());
   run.buffer_names = names_of(workspace);
   return run;

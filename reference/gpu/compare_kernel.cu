@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "core/check.h"
+#include "reference/gpu/thread_pool.h"
 #include "reference/stage_math.h"
 
 namespace fc::gpu {
@@ -243,15 +244,15 @@ DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBound
   const int format = format_code(kernel_format);
   // A few hundred blocks fill a GPU for a pass that reads each element once.
   const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 264));
-  Partial* partials = nullptr;
-  FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&partials), blocks * sizeof(Partial), stream));
+  // The blocks' partials and the result in one allocation, freed in stream order.
+  void* scratch = allocate_async(blocks * sizeof(Partial) + sizeof(DeviceComparison), stream);
+  auto* partials = static_cast<Partial*>(scratch);
+  auto* result = reinterpret_cast<DeviceComparison*>(partials + blocks);
   const double* bound = reference.bound.size() > 0 ? reference.bound.data() : nullptr;
   const double* tight = reference.tight.size() > 0 ? reference.tight.data() : nullptr;
   compare_kernel<<<blocks, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(), bound, tight,
                                                   reference.value.cols(), rows, cols, format, partials);
   cudaError_t status = cudaGetLastError();
-  DeviceComparison* result = nullptr;
-  if (status == cudaSuccess) status = cudaMallocAsync(reinterpret_cast<void**>(&result), sizeof *result, stream);
   if (status == cudaSuccess) {
     const Reported reported{kernel.data(), reference.value.data(), bound, tight, kernel.cols(), reference.value.cols(),
                             cols};
@@ -260,8 +261,7 @@ DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBound
   }
   // One read-back: the metrics and the reported elements together.
   if (status == cudaSuccess) status = cudaMemcpyAsync(&out, result, sizeof out, cudaMemcpyDeviceToHost, stream);
-  cudaFreeAsync(partials, stream);
-  if (result) cudaFreeAsync(result, stream);
+  cudaFreeAsync(scratch, stream);
   FC_CUDA(status);
   FC_CUDA(cudaStreamSynchronize(stream));
   return out;

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "core/resource_usage.h"
+#include "reference/gpu/thread_pool.h"
 
 namespace fc::gpu {
 
@@ -9,7 +10,7 @@ DeviceMatrix::DeviceMatrix(std::int64_t rows, std::int64_t cols, cudaStream_t st
     : rows_(rows), cols_(cols), stream_(stream) {
   const std::size_t bytes = static_cast<std::size_t>(rows * cols) * sizeof(double);
   if (bytes == 0) return;
-  FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes, stream));
+  data_ = static_cast<double*>(allocate_async(bytes, stream));
   count_device_allocation(static_cast<std::int64_t>(bytes));
 }
 

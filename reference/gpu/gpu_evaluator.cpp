@@ -11,6 +11,7 @@
 #include "reference/gpu/compare_kernel.h"
 #include "reference/gpu/device_matrix.h"
 #include "reference/gpu/stage_kernels.h"
+#include "reference/gpu/thread_pool.h"
 #include "reference/gpu/transfer.h"
 #include "reference/stage_terms.h"
 #include "stages/device_memory.h"
@@ -23,9 +24,11 @@ using gpu::DeviceMatrix;
 
 // Keys summed per GEMM when the largest partial sum of P.V is tracked: as eval_pv does.
 constexpr std::int64_t kPrefixBlock = 64;
-// Heads (blocks of rows) evaluated at once, each on its own stream: enough host threads to
-// keep the device busy, few enough that their FP64 tensors fit beside the kernel's buffers.
-constexpr int kConcurrentHeads = 16;
+// Heads (blocks of rows) evaluated at once, each on its own stream and memory pool. More host
+// threads contend in the CUDA driver: on the H100 box (2026-11-26) a fused kernel's tile-by-
+// tile judgement (wmma-fused 1,4,16384) took 22.7 s with 4, 27.9 s with 8 and 31.8 s with 16,
+// while naive 16,16,4096 (large blocks) took 5.6, 5.8 and 5.1 s.
+constexpr int kConcurrentHeads = 4;
 // Rows x keys of a block: 64 MiB an FP64 tensor, a GiB or so of them a block in flight; four
 // times the host's, so that a block's launches and GEMMs are large enough to fill the device.
 constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
@@ -85,8 +88,10 @@ DeviceMatrix form_bias(const HeadInputs& in, cudaStream_t s) {
 }
 
 struct ThreadContext {
+  gpu::OwnPool pool;  // destroyed last, after the stream's work is done
   CudaStream stream;
   gpu::CublasHandle cublas{stream.get()};
+  ~ThreadContext() { cudaStreamSynchronize(stream.get()); }
 };
 
 class GpuHeadEvaluator final : public HeadEvaluator {
@@ -99,6 +104,7 @@ class GpuHeadEvaluator final : public HeadEvaluator {
         k_(gpu::upload(in.k, s_)),
         v_(gpu::upload(in.v, s_)),
         bias_(form_bias(in, s_)) {}
+
   ~GpuHeadEvaluator() override { cudaStreamSynchronize(s_); }
 
   const HeadInputs& inputs() const override { return in_; }
@@ -407,23 +413,10 @@ class GpuEvaluators final : public EvaluatorSource {
   GpuEvaluators() {
     std::string why;
     if (!cuda_device_available(&why)) throw Error("--reference gpu: " + why);
-    // The stream-ordered pool keeps what is freed while the evaluators run (its default gives
-    // memory back to the driver at every synchronization, and blocks allocate the same sizes
-    // again and again); the destructor trims it.
-    int device = 0;
-    FC_CUDA(cudaGetDevice(&device));
-    FC_CUDA(cudaDeviceGetDefaultMemPool(&pool_, device));
-    std::uint64_t keep = UINT64_MAX;
-    FC_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
   }
-  ~GpuEvaluators() override {
-    contexts_.clear();
-    // Give the pool's memory back for the kernels judged next.
-    std::uint64_t release = 0;
-    cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &release);
-    cudaDeviceSynchronize();
-    cudaMemPoolTrimTo(pool_, 0);
-  }
+  // Each thread's pool keeps what is freed while the evaluators run (blocks allocate the same
+  // sizes again and again) and gives it all back here, for the kernels judged next.
+  ~GpuEvaluators() override { contexts_.clear(); }
 
   std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const override {
     return std::make_unique<GpuHeadEvaluator>(context(), in);
@@ -437,10 +430,10 @@ class GpuEvaluators final : public EvaluatorSource {
     const std::lock_guard<std::mutex> lock(mutex_);
     std::unique_ptr<ThreadContext>& c = contexts_[std::this_thread::get_id()];
     if (!c) c = std::make_unique<ThreadContext>();
+    c->pool.use();
     return *c;
   }
 
-  cudaMemPool_t pool_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::map<std::thread::id, std::unique_ptr<ThreadContext>> contexts_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "reference/gpu/thread_pool.h"
 
 namespace fc::gpu {
 namespace {
@@ -265,7 +266,7 @@ class SplitTable {
   SplitTable(const std::vector<const DeviceBounded*>& parts, cudaStream_t stream) : stream_(stream) {
     std::vector<BoundedIn> host;
     for (const DeviceBounded* p : parts) host.push_back(in(*p));
-    FC_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&data_), host.size() * sizeof(BoundedIn), stream));
+    data_ = static_cast<BoundedIn*>(allocate_async(host.size() * sizeof(BoundedIn), stream));
     FC_CUDA(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(BoundedIn), cudaMemcpyHostToDevice, stream));
     // The host vector goes out of scope before the copy may have run.
     FC_CUDA(cudaStreamSynchronize(stream));
@@ -300,8 +301,7 @@ void widen(const void* data, Memory where, DType t, std::int64_t n, double scale
     return;
   }
   const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(t);
-  void* raw = nullptr;
-  FC_CUDA(cudaMallocAsync(&raw, bytes, stream));
+  void* const raw = allocate_async(bytes, stream);
   const cudaError_t copied = cudaMemcpyAsync(raw, data, bytes, cudaMemcpyHostToDevice, stream);
   if (copied == cudaSuccess) widen_kernel<<<element_blocks(n), kThreads, 0, stream>>>(raw, format, n, scale, out);
   const cudaError_t launched = cudaGetLastError();

@@ -1,0 +1,53 @@
+#include "reference/gpu/thread_pool.h"
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/check.h"
+
+namespace fc::gpu {
+namespace {
+
+// Bumped whenever a pool is destroyed: a thread's pool of an older generation is not used.
+std::atomic<std::uint64_t> generation{0};
+
+struct ThreadPool {
+  cudaMemPool_t pool = nullptr;
+  std::uint64_t generation = 0;
+};
+thread_local ThreadPool current;
+
+}  // namespace
+
+void* allocate_async(std::size_t bytes, cudaStream_t stream) {
+  void* p = nullptr;
+  if (current.pool && current.generation == generation.load()) {
+    FC_CUDA(cudaMallocFromPoolAsync(&p, bytes, current.pool, stream));
+  } else {
+    FC_CUDA(cudaMallocAsync(&p, bytes, stream));
+  }
+  return p;
+}
+
+OwnPool::OwnPool() {
+  int device = 0;
+  FC_CUDA(cudaGetDevice(&device));
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  FC_CUDA(cudaMemPoolCreate(&pool_, &props));
+  std::uint64_t keep = UINT64_MAX;
+  FC_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
+OwnPool::~OwnPool() {
+  generation.fetch_add(1);
+  // Its allocations are freed in stream order by their owners before this (the evaluators'
+  // streams are synchronized first); destroying it gives its memory back.
+  cudaMemPoolDestroy(pool_);
+}
+
+void OwnPool::use() const { current = {pool_, generation.load()}; }
+
+}  // namespace fc::gpu
