@@ -343,8 +343,7 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
   };
   const DeviceMatrix propagated_worst = propagated(dp.bound, acc ? &device_acc->bound : nullptr);
   const DeviceMatrix propagated_tight = propagated(dp.tight, acc ? &device_acc->tight : nullptr);
-  // With operand rounding: sum p^2 v^2, and the value rows' per-column sums (small: formed on
-  // the host from the same inputs).
+  // With operand rounding: sum p^2 v^2, and the value rows' per-column sums.
   const bool rounded = terms.u_operand > 0;
   DeviceMatrix squares, operand_floor = gpu::zeros(1, cols, s_), v_norm;
   if (rounded) {
@@ -352,9 +351,8 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
     gpu::square(dp.value, p_squared, s_);
     squares = DeviceMatrix(rows, cols, s_);
     gpu::gemm(ctx_.cublas, 1, gpu::whole(p_squared), gpu::rows_of(squared_values(), key_begin, keys), 0, squares);
-    const auto v_rows = in_.v.middleRows(key_begin, keys);
-    operand_floor = gpu::upload(MatrixR(terms.eta_operand * v_rows.cwiseAbs().colwise().sum()), s_);
-    v_norm = gpu::upload(MatrixR(v_rows.cwiseAbs2().colwise().sum().cwiseSqrt()), s_);
+    v_norm = DeviceMatrix(1, cols, s_);
+    gpu::column_sums(v_, key_begin, keys, terms.eta_operand, operand_floor, v_norm, s_);
   }
   out.bound = DeviceMatrix(rows, cols, s_);
   out.tight = DeviceMatrix(rows, cols, s_);

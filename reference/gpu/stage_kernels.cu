@@ -143,6 +143,26 @@ __global__ void widen_kernel(const void* raw, int format, std::int64_t n, double
   }
 }
 
+// A block a column: its threads sum strided rows, then the block folds them.
+__global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int64_t count, double eta, double* floor,
+                                   double* norm) {
+  __shared__ double scratch[kThreads / 32];
+  const BlockTeam team{scratch};
+  const std::int64_t c = blockIdx.x;
+  double absolute = 0, squares = 0;
+  for (std::int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+    const double x = v[r * cols + c];
+    absolute += fabs(x);
+    squares += x * x;
+  }
+  absolute = team.sum(absolute);
+  squares = team.sum(squares);
+  if (team.leader()) {
+    floor[c] = eta * absolute;
+    norm[c] = sqrt(squares);
+  }
+}
+
 __global__ void square_kernel(const double* x, std::int64_t n, double* out) {
   FC_GRID_STRIDE(i, n) out[i] = x[i] * x[i];
 }
@@ -328,6 +348,14 @@ void prefix_scan(const double* value_blocks, const double* nominal_blocks, std::
   if (value.size() == 0) return;
   prefix_scan_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(
       value_blocks, nominal_blocks, blocks, value.size(), value.data(), accumulated.data(), reach.data());
+  FC_CUDA_LAUNCH();
+}
+
+void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, double eta, DeviceMatrix& floor,
+                 DeviceMatrix& norm, cudaStream_t stream) {
+  if (v.cols() == 0) return;
+  column_sums_kernel<<<static_cast<unsigned>(v.cols()), kThreads, 0, stream>>>(v.row(first), v.cols(), count, eta,
+                                                                              floor.data(), norm.data());
   FC_CUDA_LAUNCH();
 }
 

@@ -19,6 +19,11 @@ enum class Memory { host, device };
 // the device; from the host they are copied as stored (2, 4 or 8 bytes an element) first.
 void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream);
 
+// Over rows [first, first + count) of v, per column c: floor[c] = eta sum |v|, norm[c] =
+// sqrt(sum v^2) (floor and norm 1 x v's cols).
+void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, double eta, DeviceMatrix& floor,
+                 DeviceMatrix& norm, cudaStream_t stream);
+
 // out = x^2, element by element.
 void square(const DeviceMatrix& x, DeviceMatrix& out, cudaStream_t stream);
 // into += x.
