@@ -31,7 +31,7 @@ struct FaultSpec {
   std::function<Expectation(const AttentionInputs&, const StageGraph&)> expect;
   bool keep_as_fixture = true;      // false: too large to keep (a race's trace of every tile, 4 GiB captures),
                                     // in fixtures or in the HTML report
-  RowSpec rows;                     // the rows judged (a sample at long context)
+  RowSpec rows{};                   // the rows judged (a sample at long context)
 };
 
 const std::vector<FaultSpec>& fault_catalog();
