@@ -33,8 +33,9 @@ constexpr int kConcurrentHeads = 4;
 // times the host's, so that a block's launches and GEMMs are large enough to fill the device.
 constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
 // FP64 tensors of a block's size one evaluator holds at most: the end-to-end and stage-local
-// references with their bounds, the captures widened, the bias and the GEMMs' temporaries.
-constexpr std::int64_t kTensorsPerBlock = 16;
+// references with their bounds, the captures widened, the bias, the GEMMs' temporaries, and
+// P.V's prefix blocks (D / 64 tensors of the block's size each, four at D 256).
+constexpr std::int64_t kTensorsPerBlock = 24;
 
 using DevicePtr = std::shared_ptr<const DeviceBounded>;
 
@@ -345,7 +346,7 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
   const DeviceMatrix propagated_tight = propagated(dp.tight, acc ? &device_acc->tight : nullptr);
   // With operand rounding: sum p^2 v^2, and the value rows' per-column sums.
   const bool rounded = terms.u_operand > 0;
-  DeviceMatrix squares, operand_floor = gpu::zeros(1, cols, s_), v_norm;
+  DeviceMatrix squares, operand_floor = rounded ? DeviceMatrix(1, cols, s_) : gpu::zeros(1, cols, s_), v_norm;
   if (rounded) {
     DeviceMatrix p_squared(rows, keys, s_);
     gpu::square(dp.value, p_squared, s_);

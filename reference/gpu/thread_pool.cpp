@@ -42,9 +42,9 @@ OwnPool::OwnPool() {
 }
 
 OwnPool::~OwnPool() {
-  generation.fetch_add(1);
-  // Its allocations are freed in stream order by their owners before this (the evaluators'
-  // streams are synchronized first); destroying it gives its memory back.
+  generation.fetch_add(1);  // no thread allocates from this pool, or any other, after this
+  // Allocations still out (freed in stream order on some stream) hold its memory until they
+  // are freed; the rest goes back now.
   cudaMemPoolDestroy(pool_);
 }
 

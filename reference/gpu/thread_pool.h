@@ -1,8 +1,11 @@
 #pragma once
-// Stream-ordered device allocation for the GPU reference. A host thread that owns a memory
-// pool (OwnPool::use, one per evaluator thread) allocates from it, so that threads judging
-// different heads never contend for one pool's lock; any other thread, or one whose pool is
-// gone, allocates from the device's default pool. Freeing is cudaFreeAsync either way.
+// Stream-ordered device allocation for the GPU reference. A host thread that took a memory
+// pool (OwnPool::use, one per evaluator thread) allocates from it from then on, so that
+// threads judging different heads never contend for one pool's lock. A thread that never took
+// one, or whose pool's generation has passed (any OwnPool destroyed since, which happens when
+// the evaluators go), allocates from the device's default pool. Freeing is cudaFreeAsync
+// either way; a pool destroyed with allocations still out gives its memory back once they are
+// freed (cudaMemPoolDestroy).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
