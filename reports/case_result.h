@@ -83,9 +83,10 @@ struct CaseResult {
   std::vector<DescriptorReport> descriptors;  // cuBLASLt calls, read back and linted
   double seconds = 0;
   // Where the seconds went: the trace build's run (its captures included), the production
-  // build's, the FP64 reference and comparison of every output, attribution of a divergence.
+  // build's, the FP64 reference and comparison of every output, attribution of a divergence,
+  // and the re-run that tests an unexplained one for a race.
   struct Phases {
-    double traced_run = 0, production_run = 0, evaluation = 0, attribution = 0;
+    double traced_run = 0, production_run = 0, evaluation = 0, attribution = 0, repeatability = 0;
   } phases;
 };
 

@@ -154,7 +154,8 @@ Json case_json(const CaseResult& c) {
   j["seconds_by_phase"] = Json{{"traced_run", json_number(c.phases.traced_run)},
                                {"production_run", json_number(c.phases.production_run)},
                                {"evaluation", json_number(c.phases.evaluation)},
-                               {"attribution", json_number(c.phases.attribution)}};
+                               {"attribution", json_number(c.phases.attribution)},
+                               {"repeatability", json_number(c.phases.repeatability)}};
   j["stages"] = Json::array();
   for (const OutputResult& r : c.outputs) j["stages"].push_back(output_json(r));
   j["first_divergence"] = divergence_json(c.divergence);

@@ -293,3 +293,42 @@ TEST_CASE("whole-tensor reference matches the per-head chains", "[reference]") {
 }
 
 }  // namespace fc
+
+namespace fc {
+
+// A head read with its mask (BiasForm::mask: the bias of each element read where it is
+// needed) gives the scores of the same head with its bias formed into a matrix, bit for bit,
+// for whole heads and for rows spread over the head (a sample), over every kind of mask part.
+TEST_CASE("a head's mask read where it is needed gives the scores of its bias matrix exactly", "[reference]") {
+  for (const char* mask : {"causal-br", "bool+causal", "bias", "alibi+window=6,2", "padding=20,33+causal",
+                           "masked-rows", "causal+masked-bias=min"}) {
+    CaseSpec spec;
+    spec.shape = {2, 2, 20, 33, 32};
+    spec.mask = mask;
+    spec.seed = 11;
+    const AttentionInputs in = generate_inputs(spec);
+    const ChainArithmetic a = nominal_arithmetic(in.problem.dtype);
+    const std::vector<std::int64_t> rows = {0, 3, 4, 19};
+    for (std::int64_t b = 0; b < 2; ++b) {
+      for (std::int64_t h = 0; h < 2; ++h) {
+        INFO(mask << " b=" << b << " h=" << h);
+        const HeadInputs whole = head_inputs(in, b, h, BiasForm::mask);
+        CHECK(whole.bias.size() == 0);  // nothing S x S formed
+        const std::pair<HeadInputs, HeadInputs> pairs[] = {
+            {head_inputs(in, b, h), whole},
+            {head_inputs(in, b, h, rows), head_inputs(in, b, h, rows, BiasForm::mask)}};
+        for (const auto& [matrix, masked] : pairs) {
+          const Bounded x = eval_qk(matrix, 0, 33, a.qk), y = eval_qk(masked, 0, 33, a.qk);
+          CHECK(x.value.cwiseEqual(y.value).all());
+          CHECK(x.bound.cwiseEqual(y.bound).all());
+          CHECK(x.tight.cwiseEqual(y.tight).all());
+          for (std::int64_t r = 0; r < matrix.bias.rows(); ++r) {
+            for (std::int64_t j = 0; j < 33; ++j) CHECK(masked.bias_at(r, j) == matrix.bias(r, j));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace fc

@@ -3,7 +3,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <sstream>
+
 #include "catch.h"
+#include "core/json.h"
+#include "reports/json_report.h"
 #include "support/full_chain.h"
 #include "harness/trace/judge.h"
 #include "kernels/cpu_emulated/buffer_io.h"
@@ -146,6 +150,30 @@ TEST_CASE("the CPU implementations pass the trace on 100 random cases", "[trace]
       for (const OutputResult& o : r.outputs) CHECK(o.compared);
     }
   }
+}
+
+TEST_CASE("a judged case says where its seconds went phase by phase and so does its JSON", "[trace][reports]") {
+  const std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated");
+  const CaseResult r = judge(*impl, small_case("causal"));
+  REQUIRE(r.verdict == Verdict::pass);
+  const CaseResult::Phases& p = r.phases;
+  CHECK(p.traced_run > 0);
+  CHECK(p.evaluation > 0);  // every output compared with its FP64 reference
+  CHECK(p.production_run >= 0);
+  CHECK(p.attribution >= 0);
+  CHECK(p.repeatability >= 0);
+  CHECK(p.traced_run + p.production_run + p.evaluation + p.attribution + p.repeatability <= r.seconds);
+
+  std::ostringstream out;
+  write_json_report(out, RunInfo{"0", "test", "none", {}, 0, 0}, {r});
+  const Json phases = Json::parse(out.str())["cases"][0]["seconds_by_phase"];
+  double sum = 0;
+  for (const char* name : {"traced_run", "production_run", "evaluation", "attribution", "repeatability"}) {
+    INFO(name);
+    REQUIRE(phases.contains(name));
+    sum += phases[name].get<double>();
+  }
+  CHECK(sum <= Json::parse(out.str())["cases"][0]["seconds"].get<double>());
 }
 
 TEST_CASE("a faithful one-off implementation passes", "[trace]") {

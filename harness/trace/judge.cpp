@@ -117,9 +117,11 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
   }
   const double production = watch.lap();
   j.result = judge_run(impl.name(), inputs, description, j.run, keep_references ? &j.references : nullptr, resolved);
+  watch.lap();
   if (j.result.divergence && j.result.divergence->cause == "unknown") {
     test_repeatability(impl, inputs, device, j.run, *j.result.divergence);
   }
+  j.result.phases.repeatability = watch.lap();
   j.result.phases.traced_run = traced;
   j.result.phases.production_run = production;
   j.result.seconds = total.lap();
