@@ -21,7 +21,8 @@ namespace {
 // The bias of the head's rows, as a mask or formed into a matrix from it.
 void set_bias(HeadInputs& head, const AttentionInputs& in, std::int64_t b, std::int64_t h,
               std::vector<std::int64_t> rows, BiasForm form) {
-  MaskedRows m{head_mask(in.problem, b, h), std::move(rows), in.problem.mask.has_dense() ? &in.problem.mask.dense : nullptr};
+  const HostTensor* dense = in.problem.mask.has_dense() ? &in.problem.mask.dense : nullptr;
+  MaskedRows m{head_mask(in.problem, b, h), std::move(rows), dense};
   if (form == BiasForm::mask) {
     head.masked_rows = std::make_shared<const MaskedRows>(std::move(m));
     return;

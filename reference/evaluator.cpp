@@ -85,13 +85,15 @@ class HostEvaluators final : public EvaluatorSource {
 
 Bounded captured_on_host(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
                          double scale, DType format) {
-  if (t.host) return Bounded::exact((rows ? head_rows(*t.host, b, h, *rows) : head_matrix(*t.host, b, h)) * scale, format);
+  if (t.host) {
+    return Bounded::exact((rows ? head_rows(*t.host, b, h, *rows) : head_matrix(*t.host, b, h)) * scale, format);
+  }
   // Kept on the device: the head comes to the host first.
   const HeadLayout l = head_layout(t.dims, b, h);
   HostTensor head(t.dtype, Dims{1, 1, l.rows, l.cols});
   const std::size_t width = dtype_size(t.dtype);
-  FC_CUDA(cudaMemcpy(head.data(), static_cast<const unsigned char*>(t.device) + static_cast<std::size_t>(l.offset) * width,
-                     head.nbytes(), cudaMemcpyDeviceToHost));
+  const auto* first = static_cast<const unsigned char*>(t.device) + static_cast<std::size_t>(l.offset) * width;
+  FC_CUDA(cudaMemcpy(head.data(), first, head.nbytes(), cudaMemcpyDeviceToHost));
   return captured_on_host(CapturedTensor::on_host(head), 0, 0, rows, scale, format);
 }
 

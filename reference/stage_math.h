@@ -6,8 +6,9 @@
 //
 // A row is processed by a Team of threads that split its columns (column c goes to rank
 // c mod size) and reduce sums and maxima together: one thread on the host (SerialTeam), a
-// warp on the device, or a whole block for rows of 512 keys or more. Every quantity depends only on the team's reductions, so the two
-// differ only in the order of their sums (docs/error-model.md derives every term).
+// warp on the device, or a whole block for rows of 512 keys or more. Every quantity depends
+// only on the team's reductions, so the two differ only in the order of their sums
+// (docs/error-model.md derives every term).
 #include <cmath>
 #include <cstdint>
 

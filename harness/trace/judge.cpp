@@ -76,7 +76,8 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   } else {
     // References are held only where a hypothesis reads them: the failing output's, computed
     // again when asked for (a clean run holds no FP64 tensor of a whole output at all).
-    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, block, std::nullopt, evaluators);
+    result.outputs =
+        evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, block, std::nullopt, evaluators);
     result.phases.evaluation = watch.lap();
     if (attribution_reads_captures(result, run)) bring_to_host(run.captured);
     std::optional<std::size_t> computed;

@@ -316,7 +316,8 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
     DeviceMatrix last(rows, cols, s_);
     gpu::gemm(ctx_.cublas, 1, gpu::cols_of(dp.value, j, width), gpu::rows_of(v_, key_begin + j, width), 0, last);
     gpu::copy_rows(last, value_blocks, whole * rows, s_);
-    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(p_nominal, j, width), gpu::rows_of(v_nominal, key_begin + j, width), 0, last);
+    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(p_nominal, j, width), gpu::rows_of(v_nominal, key_begin + j, width), 0,
+              last);
     gpu::copy_rows(last, nominal_blocks, whole * rows, s_);
   }
   gpu::prefix_scan(value_blocks.data(), nominal_blocks.data(), blocks, out.value, accumulated, reach, s_);

@@ -70,7 +70,9 @@ template <class TeamKind>
 struct RowTeam;
 template <>
 struct RowTeam<WarpTeam> {
-  static unsigned blocks(std::int64_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+  static unsigned blocks(std::int64_t rows) {
+    return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  }
   __device__ static WarpTeam team() { return WarpTeam{static_cast<int>(threadIdx.x % 32)}; }
   __device__ static std::int64_t row(std::int64_t rows) {
     const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;

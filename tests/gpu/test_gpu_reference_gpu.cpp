@@ -89,7 +89,8 @@ Bounded kernel_like(const Bounded& b) {
 
 // The host evaluates `in`; the GPU `on_device`, the same head with its bias as a matrix or
 // as the mask it forms on the device.
-void check_head(const HeadInputs& in, const HeadInputs& on_device, const EvaluatorSource& gpu, const std::string& label) {
+void check_head(const HeadInputs& in, const HeadInputs& on_device, const EvaluatorSource& gpu,
+                const std::string& label) {
   const std::unique_ptr<HeadEvaluator> host = host_evaluator(in), dev = gpu.for_head(on_device);
   for (const Variant& v : arithmetic_variants()) {
     const std::string at = label + ", " + v.name;
@@ -251,8 +252,8 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
             evaluate_outputs(in, run, &refs_cpu, BoundChoice::tight, way.sample, way.block_elements);
         const std::vector<OutputResult> on_gpu = evaluate_outputs(in, run, &refs_gpu, BoundChoice::tight, way.sample,
                                                                   way.block_elements, std::nullopt, *gpu);
-        const std::vector<OutputResult> from_device = evaluate_outputs(in, kept, nullptr, BoundChoice::tight, way.sample,
-                                                                       way.block_elements, std::nullopt, *gpu);
+        const std::vector<OutputResult> from_device =
+            evaluate_outputs(in, kept, nullptr, BoundChoice::tight, way.sample, way.block_elements, std::nullopt, *gpu);
         REQUIRE(cpu.size() == on_gpu.size());
         REQUIRE(from_device.size() == on_gpu.size());
         for (std::size_t i = 0; i < cpu.size(); ++i) {  // the copies kept on the device are judged alike
