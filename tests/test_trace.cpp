@@ -10,6 +10,7 @@
 #include "reports/json_report.h"
 #include "support/full_chain.h"
 #include "harness/trace/judge.h"
+#include "harness/trace/stage_reference.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/emulate.h"
 #include "reference/attention.h"
@@ -245,6 +246,88 @@ TEST_CASE("a peaked row of thousands of sub-ulp terms stays within the tight bou
     const CaseResult r = judge_case(*impl, in, describe_case(in, s.label(), s.mask, s.dist, s.seed), nullptr);
     INFO(name << (r.divergence ? ": " + r.divergence->evidence : std::string()));
     CHECK(r.verdict == Verdict::pass);
+  }
+}
+
+}  // namespace fc
+
+namespace fc {
+namespace {
+
+// The host's evaluator, counting the softmax evaluations asked of it.
+class CountingEvaluator final : public HeadEvaluator {
+ public:
+  explicit CountingEvaluator(const HeadInputs& in) : host_(host_evaluator(in)) {}
+  int softmaxes = 0, online_softmaxes = 0;
+
+  const HeadInputs& inputs() const override { return host_->inputs(); }
+  Bounded qk(std::int64_t b, std::int64_t e, const Arithmetic& a) const override { return host_->qk(b, e, a); }
+  SoftmaxResult softmax(const Bounded& s, const Arithmetic& a) const override {
+    ++const_cast<CountingEvaluator*>(this)->softmaxes;
+    return host_->softmax(s, a);
+  }
+  OnlineSoftmaxResult online_softmax(const Bounded& s, const Bounded& m, const Bounded& l,
+                                     const Arithmetic& a) const override {
+    ++const_cast<CountingEvaluator*>(this)->online_softmaxes;
+    return host_->online_softmax(s, m, l, a);
+  }
+  Bounded rescale(const Bounded& x, const Bounded& m, const Bounded& n, const Arithmetic& a) const override {
+    return host_->rescale(x, m, n, a);
+  }
+  Bounded pv(const Bounded& p, std::int64_t b, std::int64_t e, const Bounded* acc, const Arithmetic& a) const override {
+    return host_->pv(p, b, e, acc, a);
+  }
+  Bounded normalize(const Bounded& x, const Bounded& l, const Arithmetic& a) const override {
+    return host_->normalize(x, l, a);
+  }
+  Bounded lse(const Bounded& m, const Bounded& l, const Arithmetic& a) const override { return host_->lse(m, l, a); }
+  Bounded combine(const std::vector<Bounded>& o, const std::vector<Bounded>& l, const Arithmetic& a) const override {
+    return host_->combine(o, l, a);
+  }
+  Bounded combine_lse(const std::vector<Bounded>& l, const Arithmetic& a) const override {
+    return host_->combine_lse(l, a);
+  }
+  Bounded to_host(const Bounded& b) const override { return host_->to_host(b); }
+  Bounded resident(const Bounded& b) const override { return host_->resident(b); }
+  Metrics compare(const HeadSpot& spot, const Bounded& k, const Bounded& r, std::int64_t rows, std::int64_t cols,
+                  DType format, BoundChoice judged_by) const override {
+    return host_->compare(spot, k, r, rows, cols, format, judged_by);
+  }
+
+ private:
+  std::unique_ptr<HeadEvaluator> host_;
+};
+
+}  // namespace
+
+TEST_CASE("a stage's outputs share one evaluation of its stage-local function", "[trace][reference]") {
+  CaseSpec spec;
+  spec.shape = {1, 1, 24, 100, 64};
+  spec.mask = "causal-br";
+  const AttentionInputs in = generate_inputs(spec);
+  const HeadInputs head = head_inputs(in, 0, 0);
+  // Both graphs' softmax stages have several outputs (p, max, sum): each would evaluate anew.
+  for (const char* name : {"cpu-emulated", "cpu-emulated-paged"}) {
+    const StageGraph graph = make_implementation(name)->stage_graph(in.problem);
+    CountingEvaluator ev(head);
+    const QuantityMap e2e = end_to_end_reference(ev, in.problem.shape, graph);
+    ev.softmaxes = ev.online_softmaxes = 0;
+    const LocalReference local(ev, in.problem.shape, graph, e2e, e2e, 100);
+    int softmax_stages = 0, tiles = 0, outputs = 0;
+    for (const Stage& stage : graph.stages) {
+      for (const StageOutput& output : stage.outputs) {
+        const Bounded reference = local.evaluate(stage, output);
+        CHECK(reference.rows() == 24);
+        ++outputs;
+      }
+      if (stage.kind != StageKind::softmax) continue;
+      (stage.tile < 0 ? softmax_stages : tiles) += 1;
+      CHECK(stage.outputs.size() > 1);
+    }
+    INFO(name << ", " << graph.algorithm.describe() << ": " << outputs << " outputs");
+    CHECK(softmax_stages + tiles > 0);
+    CHECK(ev.softmaxes == softmax_stages);
+    CHECK(ev.online_softmaxes == tiles);
   }
 }
 

@@ -105,16 +105,26 @@ Trial judge_stage(const StageGraph& g, const Problem& problem, const Stage& st, 
   Trial t;
   t.applies = true;
   t.stage = st.output_name(0);
+  // Each head's evaluator and stage-local reference, for every output of the stage.
+  std::vector<std::unique_ptr<HeadEvaluator>> evaluators;
+  std::vector<LocalReference> locals;
+  evaluators.reserve(heads.size());
+  locals.reserve(heads.size());
+  for (const HeadState& head : heads) {
+    evaluators.push_back(host_evaluator(head.in));
+    locals.emplace_back(*evaluators.back(), shape, g, head.clean, head.kernel, problem.kv_len_of(head.b));
+  }
   for (std::size_t o = 0; o < st.outputs.size(); ++o) {
     const StageOutput& out = st.outputs[o];
     const QuantityKey key = key_of(st, out);
     const std::int64_t offset = col_offset(shape, g, st, out);
     std::optional<Metrics> local, e2e;
-    for (HeadState& head : heads) {
+    for (std::size_t n = 0; n < heads.size(); ++n) {
+      const HeadState& head = heads[n];
       if (head.kernel.count(key) == 0) continue;
       const HeadSpot spot{head.b, head.h, offset, is_row_quantity(out.quantity)};
-      const OutputComparison c =
-          compare_output(*host_evaluator(head.in), problem, g, head.clean, head.kernel, st, out, spot, judged_by);
+      const OutputComparison c = compare_output(*evaluators[n], problem, g, head.clean, head.kernel, locals[n], st,
+                                                out, spot, judged_by);
       if (!local) {
         local = c.local;
         e2e = c.end_to_end;

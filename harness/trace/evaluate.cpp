@@ -153,13 +153,13 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
 }
 
 OutputComparison compare_output(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
-                                const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
-                                const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by) {
+                                const QuantityMap& e2e, const QuantityMap& kernel, const LocalReference& local,
+                                const Stage& stage, const StageOutput& output, const HeadSpot& spot,
+                                BoundChoice judged_by) {
   const QuantityKey key = key_of(stage, output);
   OutputComparison c;
   c.end_to_end_reference = e2e.at(key);
-  c.local_reference =
-      LocalReference(ev, problem.shape, graph, e2e, kernel, problem.kv_len_of(spot.b)).evaluate(stage, output);
+  c.local_reference = local.evaluate(stage, output);
   // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
   Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
   if (spot.rows) e.rows = static_cast<std::int64_t>(spot.rows->size());  // a sample holds existing rows only
@@ -231,6 +231,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());
+    const LocalReference local(*ev, shape, graph, e2e, kernel, inputs.problem.kv_len_of(b));
     for (std::size_t i : traced) {
       if (only_reference && i != *only_reference) {  // its references alone are wanted
         mine.emplace_back();
@@ -241,7 +242,8 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       const StageOutput& out = stage.outputs[c.output];
       HeadSpot spot{b, h, results[i].col_offset, is_row_quantity(out.quantity)};
       spot.rows = rows;
-      const OutputComparison m = compare_output(*ev, inputs.problem, graph, e2e, kernel, stage, out, spot, judged_by);
+      const OutputComparison m =
+          compare_output(*ev, inputs.problem, graph, e2e, kernel, local, stage, out, spot, judged_by);
       mine.push_back({m.end_to_end, m.local});
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[i];

@@ -33,9 +33,12 @@ struct OutputComparison {
   Metrics end_to_end, local;
   Bounded end_to_end_reference, local_reference;
 };
+// `local` is the head's stage-local reference: one for all of a head's outputs, so that a
+// stage's outputs share its evaluation.
 OutputComparison compare_output(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
-                                const QuantityMap& e2e, const QuantityMap& kernel, const Stage& stage,
-                                const StageOutput& output, const HeadSpot& spot, BoundChoice judged_by);
+                                const QuantityMap& e2e, const QuantityMap& kernel, const LocalReference& local,
+                                const Stage& stage, const StageOutput& output, const HeadSpot& spot,
+                                BoundChoice judged_by);
 
 // `references`, when given, receives one entry per captured output (for snapshots; rows
 // a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison

@@ -110,6 +110,27 @@ Bounded LocalReference::rescaled_input(int split, int tile) const {
                      input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
 }
 
+const SoftmaxResult& LocalReference::softmax(int split) const {
+  if (!softmax_ || softmax_->first != split) {
+    softmax_.reset();  // one held at a time
+    softmax_.emplace(split, ev_.softmax(input(Quantity::scores, split, -1), graph_.arithmetic.softmax));
+  }
+  return softmax_->second;
+}
+
+const OnlineSoftmaxResult& LocalReference::online_softmax(int split, int tile) const {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::pair<int, int> at{split, tile};
+  if (!online_ || online_->first != at) {
+    online_.reset();
+    const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
+    const Bounded prev_sum = tile == 0 ? initial_rows(0) : input(Quantity::row_sum, split, tile - 1);
+    online_.emplace(at, ev_.online_softmax(input(Quantity::scores, split, tile), prev_max, prev_sum,
+                                           graph_.arithmetic.softmax));
+  }
+  return online_->second;
+}
+
 Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) const {
   const ChainArithmetic& a = graph_.arithmetic;
   const int split = stage.split, tile = stage.tile;
@@ -118,17 +139,15 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
     case Quantity::scores:
       return e2e_.at({Quantity::scores, split, tile});
     case Quantity::probs:
-      return ev_.softmax(input(Quantity::scores, split, -1), a.softmax).p;
+      return softmax(split).p;
     case Quantity::p_tilde:
     case Quantity::row_max:
     case Quantity::row_sum: {
       if (tile < 0) {  // whole-row softmax
-        const SoftmaxResult r = ev_.softmax(input(Quantity::scores, split, -1), a.softmax);
+        const SoftmaxResult& r = softmax(split);
         return output.quantity == Quantity::row_max ? r.max : r.sum;
       }
-      const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
-      const Bounded prev_sum = tile == 0 ? initial_rows(0) : input(Quantity::row_sum, split, tile - 1);
-      const OnlineSoftmaxResult r = ev_.online_softmax(input(Quantity::scores, split, tile), prev_max, prev_sum, a.softmax);
+      const OnlineSoftmaxResult& r = online_softmax(split, tile);
       if (output.quantity == Quantity::p_tilde) return r.p_tilde;
       return output.quantity == Quantity::row_max ? r.max : r.sum;
     }

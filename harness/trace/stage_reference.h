@@ -40,6 +40,8 @@ class LocalReference {
   Bounded evaluate(const Stage& stage, const StageOutput& output) const;
 
  private:
+  const SoftmaxResult& softmax(int split) const;
+  const OnlineSoftmaxResult& online_softmax(int split, int tile) const;
   const Bounded& input(Quantity q, int split, int tile) const;
   Bounded rescaled_input(int split, int tile) const;
   Bounded initial_rows(double value) const;
@@ -53,6 +55,10 @@ class LocalReference {
   const QuantityMap& e2e_;
   const QuantityMap& kernel_;
   std::int64_t keys_;
+  // The last softmax and online softmax evaluated: a stage's outputs (p, max, sum) are asked
+  // for one after another, and each would evaluate the same function again.
+  mutable std::optional<std::pair<int, SoftmaxResult>> softmax_;                        // split
+  mutable std::optional<std::pair<std::pair<int, int>, OnlineSoftmaxResult>> online_;  // split, tile
 };
 
 }  // namespace fc
