@@ -18,10 +18,15 @@ struct HeadMask {
   std::int64_t window_left = -1, window_right = -1;
   bool alibi = false;
   double alibi_slope = 0;
-  // The dense part [Sq, Sk] of this head: the caller reads its element (row i, key j) and
-  // passes it in; boolean (0 masks) or an additive bias.
+  // The dense part [Sq, Sk] of this head: the caller reads its element (row i, key j) at
+  // dense_index(i, j) of the problem's dense tensor and passes it in; boolean (0 masks) or an
+  // additive bias.
   bool dense = false, dense_is_bias = false;
-  std::int64_t dense_offset = 0, dense_row_stride = 0;  // element (i, j) at offset + i * stride + j
+  std::int64_t dense_offset = 0, dense_row_stride = 0;
+
+  FC_HOST_DEVICE std::int64_t dense_index(std::int64_t i, std::int64_t j) const {
+    return dense_offset + i * dense_row_stride + j;
+  }
 
   // 0 when attended, -inf when masked (or row i or key j does not exist), else the bias.
   FC_HOST_DEVICE double bias(std::int64_t i, std::int64_t j, double dense_value) const {

@@ -89,7 +89,7 @@ HeadMask head_mask(const Problem& p, std::int64_t b, std::int64_t h) {
 
 double mask_bias(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
   const HeadMask m = head_mask(p, b, h);
-  return m.bias(i, j, m.dense ? p.mask.dense.get(m.dense_offset + i * m.dense_row_stride + j) : 0.0);
+  return m.bias(i, j, m.dense ? p.mask.dense.get(m.dense_index(i, j)) : 0.0);
 }
 
 double default_scale(std::int64_t head_dim) { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }

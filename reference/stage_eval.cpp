@@ -82,7 +82,7 @@ bool Bounded::exact() const {
 }
 
 double MaskedRows::dense_value(std::int64_t r, std::int64_t j) const {
-  return mask.dense ? dense->get(mask.dense_offset + row(r) * mask.dense_row_stride + j) : 0.0;
+  return mask.dense ? dense->get(mask.dense_index(row(r), j)) : 0.0;
 }
 
 double HeadInputs::bias_at(std::int64_t r, std::int64_t j) const {

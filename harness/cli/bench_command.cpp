@@ -10,7 +10,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,6 +20,7 @@
 #include "core/resource_usage.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/stopwatch.h"
 #include "harness/bench/bench_kernels.h"
 #include "harness/bench/timing.h"
 #include "harness/cli/commands.h"
@@ -48,10 +48,6 @@ struct Line {
   std::string baseline_name;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 std::vector<Line> bench_reference(bool quick) {
   CaseSpec spec;
   spec.shape = quick ? Shape{1, 4, 256, 256, 64} : Shape{1, 16, 1024, 1024, 64};
@@ -59,22 +55,22 @@ std::vector<Line> bench_reference(bool quick) {
   const AttentionInputs in = generate_inputs(spec);
   const ChainArithmetic a = nominal_arithmetic(in.problem.dtype);
   const Shape& s = in.problem.shape;
-  auto t = std::chrono::steady_clock::now();
+  Stopwatch watch;
   parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
     const FullReference r = full_reference(head_inputs(in, bh / s.heads, bh % s.heads), a);
     if (!r.out.value.allFinite()) throw Error("reference benchmark produced a non-finite output");
   });
-  const double reference_gflops = attention_flops(s) / seconds_since(t) / 1e9;
+  const double reference_gflops = attention_flops(s) / watch.lap() / 1e9;
 
   // Baseline: independent FP64 GEMMs of the same size, one per thread, as the heads are.
   const int n = quick ? 256 : 1024, threads = omp_get_max_threads();
   const MatrixR x = MatrixR::Random(n, n), y = MatrixR::Random(n, n);
-  t = std::chrono::steady_clock::now();
+  watch.lap();
   parallel_for(threads, [&](std::int64_t) {
     MatrixR z = x * y;
     if (!z.allFinite()) throw Error("GEMM benchmark produced a non-finite value");
   });
-  const double gemm_gflops = 2.0 * n * n * n * threads / seconds_since(t) / 1e9;
+  const double gemm_gflops = 2.0 * n * n * n * threads / watch.lap() / 1e9;
   std::printf("reference  %s, %d threads: %.1f GFLOP/s (with bounds); FP64 GEMM %dx%dx%d per thread: %.1f GFLOP/s\n",
               s.to_string().c_str(), threads, reference_gflops, n, n, n, gemm_gflops);
   return {{"reference " + s.to_string(), reference_gflops, "GFLOP/s", gemm_gflops, "fp64 GEMM"}};
@@ -99,9 +95,9 @@ std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
     }, gpu->concurrency());
   };
   chains();  // warm-up: streams, cuBLAS handles, the memory pool
-  auto t = std::chrono::steady_clock::now();
+  Stopwatch watch;
   chains();
-  const double reference_gflops = attention_flops(s) / seconds_since(t) / 1e9;
+  const double reference_gflops = attention_flops(s) / watch.lap() / 1e9;
 
   const std::int64_t n = quick ? 1024 : 8192;
   const gpu::DeviceMatrix x = gpu::upload(MatrixR::Random(n, n), stream), y = gpu::upload(MatrixR::Random(n, n), stream);

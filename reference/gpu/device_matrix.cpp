@@ -51,15 +51,6 @@ DeviceMatrix copy_of(const DeviceMatrix& m, cudaStream_t stream) {
   return d;
 }
 
-void copy_rows(const DeviceMatrix& from, DeviceMatrix& to, std::int64_t first_row, cudaStream_t stream) {
-  if (from.cols() != to.cols() || first_row < 0 || first_row + from.rows() > to.rows()) {
-    throw Error("gpu reference: rows copied outside the matrix");
-  }
-  if (from.size() == 0) return;
-  FC_CUDA(cudaMemcpyAsync(to.row(first_row), from.data(), static_cast<std::size_t>(from.size()) * sizeof(double),
-                          cudaMemcpyDeviceToDevice, stream));
-}
-
 CublasHandle::CublasHandle(cudaStream_t stream) {
   FC_CUBLAS(cublasCreate(&handle_));
   FC_CUBLAS(cublasSetStream(handle_, stream));

@@ -47,8 +47,6 @@ struct DeviceBounded {
 DeviceBounded allocate_bounded(std::int64_t rows, std::int64_t cols, DType format, cudaStream_t stream);
 DeviceMatrix zeros(std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 DeviceMatrix copy_of(const DeviceMatrix& m, cudaStream_t stream);
-// Rows [first_row, first_row + from.rows()) of `to` (as wide as from) = from.
-void copy_rows(const DeviceMatrix& from, DeviceMatrix& to, std::int64_t first_row, cudaStream_t stream);
 
 class CublasHandle {
  public:

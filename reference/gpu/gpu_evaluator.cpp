@@ -47,7 +47,7 @@ Bounded resident_on_device(DeviceBounded d) {
   return b;
 }
 
-// The first row and count when `rows` (sorted) are consecutive.
+// The first of `rows` (sorted) when they are consecutive (0 when there are none).
 std::optional<std::int64_t> first_of_consecutive(const std::vector<std::int64_t>& rows) {
   for (std::size_t i = 1; i < rows.size(); ++i) {
     if (rows[i] != rows[0] + static_cast<std::int64_t>(i)) return std::nullopt;
@@ -67,7 +67,7 @@ DeviceMatrix form_bias(const HeadInputs& in, cudaStream_t s) {
     if (first && gpu::widens(m.dense->dtype()) && m.mask.dense_row_stride == keys) {
       dense = DeviceMatrix(rows, keys, s);
       const auto* stored = static_cast<const unsigned char*>(m.dense->data()) +
-                           static_cast<std::size_t>(m.mask.dense_offset + *first * keys) * dtype_size(m.dense->dtype());
+                           static_cast<std::size_t>(m.mask.dense_index(*first, 0)) * dtype_size(m.dense->dtype());
       gpu::widen(stored, gpu::Memory::host, m.dense->dtype(), rows * keys, 1.0, dense.data(), s);
     } else {
       MatrixR values(rows, keys);
@@ -311,14 +311,12 @@ Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int6
                       gpu::rows_of(v_nominal, key_begin, kPrefixBlock), kPrefixBlock * cols, whole,
                       nominal_blocks.data());
   }
-  if (whole < blocks) {  // the last, narrower block, into its place
+  if (whole < blocks && rows > 0 && cols > 0) {  // the last, narrower block, in its place
     const std::int64_t j = whole * kPrefixBlock, width = keys - j;
-    DeviceMatrix last(rows, cols, s_);
-    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(dp.value, j, width), gpu::rows_of(v_, key_begin + j, width), 0, last);
-    gpu::copy_rows(last, value_blocks, whole * rows, s_);
-    gpu::gemm(ctx_.cublas, 1, gpu::cols_of(p_nominal, j, width), gpu::rows_of(v_nominal, key_begin + j, width), 0,
-              last);
-    gpu::copy_rows(last, nominal_blocks, whole * rows, s_);
+    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(dp.value, j, width), 0, gpu::rows_of(v_, key_begin + j, width), 0, 1,
+                      value_blocks.row(whole * rows));
+    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(p_nominal, j, width), 0, gpu::rows_of(v_nominal, key_begin + j, width),
+                      0, 1, nominal_blocks.row(whole * rows));
   }
   gpu::prefix_scan(value_blocks.data(), nominal_blocks.data(), blocks, out.value, accumulated, reach, s_);
 
