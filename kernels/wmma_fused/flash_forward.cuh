@@ -163,6 +163,134 @@ struct TileTrace {
     }
   }
 };
+
+// Scales one tile of scores into base 2 (soft-capped when asked) and masks it, for the thread's
+// rows row_of[0] and row_of[1] (t: its lane in the quad that shares them).
+__device__ __forceinline__ void scale_and_mask(float (&s)[kFlashKeys / 8][4], const FlashParams& p, int b, int h,
+                                               const int (&row_of)[2], int q0, int q_len, long long diagonal,
+                                               int j0, int range_end, int t) {
+  if (p.softcap > 0.0f) {
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = p.softcap_log2 * tanhf(s[nt][e] * p.softcap_scale);
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] *= p.scale_log2;
+  }
+  if (p.has_mask && tile_needs_mask(p, q0, q_len, diagonal, j0)) {
+    // The keys each of the thread's two rows attends, [first, last], and the dense mask.
+    int first[2], last[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      attended_range(p, b, row_of[r], static_cast<int>(diagonal), range_end, first[r], last[r]);
+      // A row past the sequence's last has no mask row to read (the dense mask would be read
+      // out of bounds: an illegal address at long keys on the H100).
+      if (row_of[r] >= q_len) first[r] = range_end;
+    }
+    const bool biased = p.mask.dense != nullptr;
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = j0 + nt * 8 + 2 * t + (e & 1), r = e >> 1;
+        if (col < first[r] || col > last[r]) {
+          s[nt][e] = kNegInf;
+        } else if (biased) {
+          s[nt][e] += dense_bias(p.mask, b, h, row_of[r], col) * kLog2e;
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (j0 + nt * 8 + 2 * t + (e & 1) >= range_end) s[nt][e] = kNegInf;
+      }
+    }
+  }
+}
+
+// One tile of the online softmax of the thread's two rows: the running max and sum updated,
+// s turned into p~ = exp2(s - max), the accumulator o rescaled.
+template <int D>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[kFlashKeys / 8][4], float (&row_max)[2],
+                                                    float (&row_sum)[2], float (&o)[D / 8][4]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float top = kNegInf;
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) top = fmaxf(top, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    const float m_new = fmaxf(row_max[r], mma::quad_max(top));
+    // A row with no key yet keeps max -inf; subtracting 0 instead makes its p~ exactly 0.
+    const float m_use = m_new == kNegInf ? 0.0f : m_new;
+    const float rescale = exp2f(row_max[r] - m_use);
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+      s[nt][2 * r] = exp2f(s[nt][2 * r] - m_use);
+      s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - m_use);
+      sum += s[nt][2 * r] + s[nt][2 * r + 1];
+    }
+    row_sum[r] = row_sum[r] * rescale + mma::quad_sum(sum);
+    row_max[r] = m_new;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      o[nt][2 * r] *= rescale;
+      o[nt][2 * r + 1] *= rescale;
+    }
+  }
+}
+
+// Normalizes and stores the thread's two rows: the final output (and lse), or this split's
+// partial output and lse.
+template <int D, class T, bool kTrace, bool kSplit>
+__device__ __forceinline__ void store_rows(const FlashParams& p, const float (&o)[D / 8][4], const float (&row_max)[2],
+                                           const float (&row_sum)[2], const int (&row_of)[2], int q_len, int bh,
+                                           int split, size_t rows_total, int t) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = row_of[r];
+    if (row >= q_len) continue;
+    float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+    if constexpr (kSplit) {
+      if (p.partial_unnormalized) inv = 1.0f;
+    }
+    if constexpr (!kTrace) {
+      if (p.production_scaled) inv *= 1.5f;
+    }
+    const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
+    const float lse = row_sum[r] > 0.0f ? row_max[r] * kLn2 + logf(row_sum[r]) : kNegInf;
+    if constexpr (kSplit) {
+      float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;
+#pragma unroll
+      for (int nt = 0; nt < D / 8; ++nt) {
+        *reinterpret_cast<float2*>(out + nt * 8 + 2 * t) = make_float2(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+      }
+      if (t == 0) p.partial_lse[split * rows_total + row_index] = lse;
+    } else {
+      T* out = static_cast<T*>(p.out) + row_index * D;
+#pragma unroll
+      for (int nt = 0; nt < D / 8; ++nt) {
+        *reinterpret_cast<unsigned*>(out + nt * 8 + 2 * t) = mma::pack2<T>(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+      }
+      if (p.lse && t == 0) p.lse[row_index] = lse;
+    }
+  }
+}
+
+// p~ of the thread's two rows for keys [16 kk, 16 kk + 16), rounded to T, as the A fragment of
+// an m16n8k16 MMA (the same per warp for wgmma's m64nNk16 from registers).
+template <class T>
+__device__ __forceinline__ void p_fragment(const float (&s)[kFlashKeys / 8][4], int kk, unsigned (&a)[4]) {
+  a[0] = mma::pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = mma::pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = mma::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = mma::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
 }  // namespace flash_detail
 
 template <int D, class T, bool kTrace, bool kSplit, bool kMissingSync, bool kPaged>
@@ -304,83 +432,15 @@ __global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_
       }
     }
 
-    // Scale into base 2 (soft-capped when asked), mask, then the online softmax of rows g
-    // and g + 8.
-    if (p.softcap > 0.0f) {
-#pragma unroll
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] = p.softcap_log2 * tanhf(s[nt][e] * p.softcap_scale);
-    } else {
-#pragma unroll
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] *= p.scale_log2;
-    }
-    if (p.has_mask && tile_needs_mask(p, q0, q_len, diagonal, j0)) {
-      // The keys each of the thread's two rows attends, [first, last], and the dense mask.
-      int first[2], last[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        attended_range(p, b, row_of[r], static_cast<int>(diagonal), range_end, first[r], last[r]);
-        // A row past the sequence's last has no mask row to read (the dense mask would be read
-        // out of bounds: an illegal address at long keys on the H100).
-        if (row_of[r] >= q_len) first[r] = range_end;
-      }
-      const bool biased = p.mask.dense != nullptr;
-#pragma unroll
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = j0 + nt * 8 + 2 * t + (e & 1), r = e >> 1;
-          if (col < first[r] || col > last[r]) {
-            s[nt][e] = kNegInf;
-          } else if (biased) {
-            s[nt][e] += dense_bias(p.mask, b, h, row_of[r], col) * kLog2e;
-          }
-        }
-      }
-    } else {
-#pragma unroll
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if (j0 + nt * 8 + 2 * t + (e & 1) >= range_end) s[nt][e] = kNegInf;
-        }
-      }
-    }
+    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, j0, range_end, t);
     if constexpr (kTrace) tile_trace(tile, j0).scores(s, true);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float top = kNegInf;
-#pragma unroll
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt) top = fmaxf(top, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      const float m_new = fmaxf(row_max[r], mma::quad_max(top));
-      // A row with no key yet keeps max -inf; subtracting 0 instead makes its p~ exactly 0.
-      const float m_use = m_new == kNegInf ? 0.0f : m_new;
-      const float rescale = exp2f(row_max[r] - m_use);
-      float sum = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - m_use);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - m_use);
-        sum += s[nt][2 * r] + s[nt][2 * r + 1];
-      }
-      row_sum[r] = row_sum[r] * rescale + mma::quad_sum(sum);
-      row_max[r] = m_new;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        o[nt][2 * r] *= rescale;
-        o[nt][2 * r + 1] *= rescale;
-      }
-    }
+    online_softmax_tile<D>(s, row_max, row_sum, o);
 
     // O += P V, P straight from the S registers as A fragments.
 #pragma unroll
     for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
-      const unsigned a[4] = {mma::pack2<T>(s[2 * kk][0], s[2 * kk][1]), mma::pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                             mma::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             mma::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      unsigned a[4];
+      p_fragment<T>(s, kk, a);
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         unsigned bf[4];
@@ -397,36 +457,7 @@ __global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_
     }
   }
 
-  // Normalize and store: the final output (and lse), or this split's partial output and lse.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = row_of[r];
-    if (row >= q_len) continue;
-    float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
-    if constexpr (kSplit) {
-      if (p.partial_unnormalized) inv = 1.0f;
-    }
-    if constexpr (!kTrace) {
-      if (p.production_scaled) inv *= 1.5f;
-    }
-    const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
-    const float lse = row_sum[r] > 0.0f ? row_max[r] * kLn2 + logf(row_sum[r]) : kNegInf;
-    if constexpr (kSplit) {
-      float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        *reinterpret_cast<float2*>(out + nt * 8 + 2 * t) = make_float2(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-      }
-      if (t == 0) p.partial_lse[split * rows_total + row_index] = lse;
-    } else {
-      T* out = static_cast<T*>(p.out) + row_index * D;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        *reinterpret_cast<unsigned*>(out + nt * 8 + 2 * t) = mma::pack2<T>(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-      }
-      if (p.lse && t == 0) p.lse[row_index] = lse;
-    }
-  }
+  store_rows<D, T, kTrace, kSplit>(p, o, row_max, row_sum, row_of, q_len, bh, split, rows_total, t);
 }
 
 }  // namespace fc
