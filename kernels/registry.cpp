@@ -8,6 +8,7 @@
 #include "kernels/fa1_scalar/fa1_scalar.h"
 #include "kernels/flash_splitkv/flash_splitkv.h"
 #include "kernels/naive/naive.h"
+#include "kernels/wgmma_fused/wgmma_fused.h"
 #include "kernels/wmma_fused/wmma_fused.h"
 
 namespace fc {
@@ -39,6 +40,7 @@ std::vector<std::unique_ptr<Implementation>> make_implementations() {
   all.push_back(make_fa1_scalar());
   all.push_back(make_flash_splitkv());
   all.push_back(make_wmma_fused());
+  all.push_back(make_wgmma_fused());
   all.push_back(make_cpu_full());
   all.push_back(make_cpu_paged());
   for (const ImplementationSource& source : sources()) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "catch.h"
+#include "harness/faults/isolated_run.h"
 #include "harness/faults/matrix.h"
 #include "harness/faults/matrix_table.h"
 #include "kernels/implementation.h"
@@ -83,6 +84,45 @@ TEST_CASE("the faults table sizes each column to its longest entry", "[faults]")
   }
   CHECK(lines[2].find("normalize (production) (0,0,0,0) trace-build-mismatch  normalize (production) (0,0,0,0) "
                       "trace-build-mismatch  pass   ok") != std::string::npos);
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("an isolated fault's child is given its trigger case as command-line arguments", "[faults]") {
+  CaseSpec spec;
+  spec.shape = parse_shape("2,8:2,200,300,64");
+  spec.mask = "causal-br+softcap=20";
+  spec.dtype = DType::bf16;
+  spec.dist = "outlier";
+  spec.seed = 42;
+  spec.scale = 0.1;
+  const std::vector<std::string> args = case_arguments(spec);
+  const auto after = [&](const std::string& option) {
+    const auto it = std::find(args.begin(), args.end(), option);
+    REQUIRE(it != args.end());
+    REQUIRE(it + 1 != args.end());
+    return *(it + 1);
+  };
+  const Shape shape = parse_shape(after("--shape"));
+  CHECK(shape.batch == 2);
+  CHECK(shape.heads == 8);
+  CHECK(shape.kv_head_count() == 2);
+  CHECK(shape.q_len == 200);
+  CHECK(shape.kv_len == 300);
+  CHECK(shape.head_dim == 64);
+  CHECK(after("--mask") == spec.mask);
+  CHECK(after("--dtype") == "bf16");
+  CHECK(after("--dist") == "outlier");
+  CHECK(after("--seed") == "42");
+  CHECK(std::stod(after("--scale")) == 0.1);
+  // Every race fault of a GPU pipeline runs isolated: it may hang or trap the device.
+  for (const char* id : {"missing-sync", "missing-mbarrier-wait", "mbarrier-wrong-phase"}) {
+    INFO(id);
+    REQUIRE(find_fault(id));
+    CHECK(find_fault(id)->isolated);
+  }
 }
 
 }  // namespace fc

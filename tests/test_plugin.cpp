@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "catch.h"
+#include "core/watchdog.h"
 #include "harness/plugin/crash_guard.h"
 
 namespace fc {
@@ -161,6 +162,26 @@ TEST_CASE("a broken plugin ends the command with one line naming it, exit 2, and
     CHECK(contains(errors[0], message));
     CHECK(dir.entries() == 0);  // no report, no snapshot, no staged temporary
   }
+}
+
+TEST_CASE("a run that never finishes ends the command after FC_RUN_TIMEOUT: one line naming it, exit 3", "[plugin]") {
+  TempDir dir;
+  const fs::path json = dir.path / "out.json";
+  const Outcome o = cli("--trace --shape 1,1,8,8,32 --impl test-cpu-plugin --json " + json.string() + " --plugin " +
+                            plugin("test_plugin_hang_run"),
+                        dir, "FC_RUN_TIMEOUT=1");
+  CHECK_FALSE(o.crashed);
+  CHECK(o.exit_code == kExitHang);
+  const std::vector<std::string> errors = errors_of(o);
+  REQUIRE(errors.size() == 1);
+  CHECK(contains(errors[0], "test-cpu-plugin: the trace build's run did not finish within 1 s: it hangs"));
+  CHECK(dir.entries() == 0);  // no half-written report
+  // A limit that is not a number of seconds is refused before anything runs.
+  const Outcome bad = cli("--trace --shape 1,1,8,8,32 --impl test-cpu-plugin --plugin " + plugin("test_plugin"), dir,
+                          "FC_RUN_TIMEOUT=soon");
+  CHECK(bad.exit_code == 2);
+  REQUIRE(errors_of(bad).size() == 1);
+  CHECK(contains(errors_of(bad)[0], "FC_RUN_TIMEOUT='soon'"));
 }
 
 TEST_CASE("a guarded call survives a fatal signal and an exception, and the next call runs", "[plugin]") {

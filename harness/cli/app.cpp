@@ -140,7 +140,7 @@ int run_cli(int argc, char** argv) {
       "flashcore-check: runs attention implementations stage by stage, checks every stage for NaN/Inf on the "
       "device, compares it with an FP64 reference under a derived error bound, and names where and why the "
       "numbers first go wrong.\n\nExit codes: 0 all cases pass, 1 a divergence was found, 2 usage, input or "
-      "environment error.",
+      "environment error, 3 a run did not finish within FC_RUN_TIMEOUT seconds (600 when unset): it hangs.",
       "flashcore-check"};
   app.formatter(std::make_shared<WrappingFormatter>());
   app.require_subcommand(0, 1);

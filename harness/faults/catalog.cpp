@@ -305,7 +305,8 @@ std::vector<FaultSpec>& catalog_storage() {
                  }});
     c.push_back({"production-epilogue-scale",
                  "the production build's epilogue multiplies its output by 1.5; its trace build does not",
-                 {"wmma-fused", "flash-splitkv", "cpu-emulated-paged"}, trigger({1, 2, 64, 256, 64}, "none", "normal"),
+                 {"wmma-fused", "wgmma-fused", "flash-splitkv", "cpu-emulated-paged"},
+                 trigger({1, 2, 64, 256, 64}, "none", "normal"),
                  "the first result of the production build", "trace-build-mismatch",
                  [](const AttentionInputs& in, const StageGraph& g) {
                    // The first result (output, or split 0's partial output): its first nonzero
@@ -411,6 +412,21 @@ std::vector<FaultSpec>& catalog_storage() {
                  {"wmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
                  [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});
     c.back().keep_as_fixture = false;
+    c.back().isolated = true;
+    // The Hopper pipeline's hand-off bugs: a consumer reads a K slot before its TMA bytes have
+    // landed (stale or uninitialized shared memory). Races: any stage and cause may show it.
+    c.push_back({"missing-mbarrier-wait", "a consumer warpgroup reads a K tile without waiting on its full mbarrier (a race)",
+                 {"wgmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
+                 [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});
+    c.back().keep_as_fixture = false;
+    c.back().isolated = true;
+    c.push_back({"mbarrier-wrong-phase",
+                 "a consumer waits on a K slot's full mbarrier with the other phase's parity, which has already "
+                 "completed: it reads before the TMA bytes land (a race)",
+                 {"wgmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
+                 [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});
+    c.back().keep_as_fixture = false;
+    c.back().isolated = true;
     return c;
   }();
   return catalog;

@@ -32,6 +32,10 @@ struct FaultSpec {
   bool keep_as_fixture = true;      // false: too large to keep (a race's trace of every tile, 4 GiB captures),
                                     // in fixtures or in the HTML report
   RowSpec rows{};                   // the rows judged (a sample at long context)
+  // The faulty run may hang or fault the device (a race on a pipeline's barriers): `faults`
+  // runs it in a child process (harness/faults/isolated_run.h), under this run time limit.
+  bool isolated = false;
+  double isolated_timeout_seconds = 30;
 };
 
 const std::vector<FaultSpec>& fault_catalog();

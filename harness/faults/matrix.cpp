@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "harness/faults/isolated_run.h"
 #include "harness/io/snapshot.h"
 #include "harness/random_cases.h"
 #include "harness/trace/judge.h"
@@ -72,6 +73,14 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       }
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
+      if (spec.isolated) {  // it may hang or fault the device: a child process runs it
+        cell.faulty = judge_in_child(name, spec.id, spec.trigger, spec.rows, spec.isolated_timeout_seconds);
+        cell.faulty.description = description;
+        grade(cell);
+        cells.push_back(std::move(cell));
+        if (options.progress) options.progress->advance();
+        continue;
+      }
       const bool snapshot = !options.snapshots.empty() && spec.keep_as_fixture;
       const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed, judging);
       cell.faulty = faulty.result;

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "core/watchdog.h"
 #include "reference/gpu/gpu_evaluator.h"
 #include "stages/device_kernels.h"
 
@@ -34,6 +35,8 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
                      cudaStream_t stream, bool gpu, bool keep_on_device = false) {
   impl.prepare(inputs.problem, workspace, trace_build);
   if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()));
+  // A kernel that never finishes ends the process with one line (core/watchdog.h).
+  const Watchdog watchdog(impl.name() + (trace_build ? ": the trace build's run" : ": the production build's run"));
   if (gpu) {
     RunContext tuning{inputs, device, nullptr, stream};
     impl.tune(tuning);

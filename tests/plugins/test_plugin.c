@@ -9,6 +9,7 @@
  *   FC_TEST_CRASH_RUN     dereferences NULL in run
  *   FC_TEST_ABORT_PREPARE calls abort() in prepare
  *   FC_TEST_FAIL_RUN      run returns an error
+ *   FC_TEST_HANG_RUN      run never returns (a spin on a flag no one clears)
  *   FC_TEST_UNDECLARED    taps a stage its graph does not declare
  */
 #include <math.h>
@@ -191,6 +192,13 @@ static int run(void* instance, const fc_run_args* a, char* error, size_t size) {
 #ifdef FC_TEST_CRASH_RUN
   s = NULL;
   s->scores[0] = 1.0f;
+#endif
+#ifdef FC_TEST_HANG_RUN
+  {
+    volatile int waiting = 1;
+    while (waiting) {
+    }
+  }
 #endif
 #ifdef FC_TEST_FAIL_RUN
   message(error, size, "the test plugin failed on purpose");

@@ -1,0 +1,7 @@
+#include "kernels/wgmma_fused/wgmma_instances.cuh"
+
+namespace fc::wgmma_detail {
+void launch_d64_half(const FlashParams& p, const WgmmaMaps& maps, WgmmaVariant v, cudaStream_t stream) {
+  launch_for<64, __half>(p, maps, v, stream);
+}
+}  // namespace fc::wgmma_detail

@@ -1,0 +1,224 @@
+#pragma once
+// wgmma-fused's kernel: flash attention forward for sm_90a, with the Hopper data path.
+//
+// A block owns 128 query rows of one (batch, head) and three warpgroups:
+//   producer   one thread issues TMA loads: Q once, then each key tile's K and V into a ring
+//              of kStages slots, each slot with a "full" mbarrier (the TMA bytes landed) and
+//              an "empty" one (every consumer warp is done with it);
+//   consumers  two warpgroups of 64 rows each: S = Q K^T by wgmma from shared memory, the
+//              online softmax in registers, O += P V by wgmma with P from registers. While one
+//              warpgroup runs its softmax the other's wgmma keeps the tensor cores busy.
+// Tiles of 64 keys, as wmma-fused's: the fragments of a wgmma accumulator are per warp those
+// of mma.sync m16n8, so the masking, online softmax, trace writes and epilogue are
+// wmma-fused's own functions (kernels/wmma_fused/flash_forward.cuh), and its trace build
+// writes the same buffers, judged against the same blocked reference.
+//
+//   kTrace  also write each tile's scores, p~, running max and sum and accumulator
+//   kFault  a planted pipeline bug (PipelineFault), its own instantiation at D 64
+#include "kernels/wgmma_fused/hopper_ops.cuh"
+#include "kernels/wgmma_fused/wgmma_params.h"
+#include "kernels/wmma_fused/flash_forward.cuh"
+
+namespace fc {
+namespace wgmma_detail {
+
+inline constexpr int kStages = 2;
+inline constexpr int kPanelColumns = 64;  // half-words in a 128-byte swizzled row
+
+// Byte offsets in the block's shared memory (from a 1024-byte aligned base: the swizzle is
+// a function of the address bits).
+template <int D>
+struct SharedLayout {
+  static constexpr int kPanels = D / kPanelColumns;
+  static constexpr int kQPanel = kFlashRows * kPanelColumns * 2;     // bytes of one Q panel
+  static constexpr int kTilePanel = kFlashKeys * kPanelColumns * 2;  // of one K or V panel
+  static constexpr int kTileBytes = kPanels * kTilePanel;            // one K or V slot
+  static constexpr int kQ = 0;
+  static constexpr int kK = kQ + kPanels * kQPanel;
+  static constexpr int kV = kK + kStages * kTileBytes;
+  static constexpr int kBarriers = kV + kStages * kTileBytes;
+  static constexpr int kBarrierCount = 1 + 4 * kStages;  // q_full, k_full, v_full, k_empty, v_empty
+  static constexpr int kBytes = kBarriers + kBarrierCount * 8 + 1024;  // + the alignment slack
+};
+
+}  // namespace wgmma_detail
+
+template <int D, class T, bool kTrace, PipelineFault kFault>
+__global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const FlashParams p,
+                                                                         const __grid_constant__ WgmmaMaps maps) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace flash_detail;
+  using namespace hopper;
+  using Layout = wgmma_detail::SharedLayout<D>;
+  constexpr int kStages = wgmma_detail::kStages, kPanel = wgmma_detail::kPanelColumns;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
+                                                         ~static_cast<std::uintptr_t>(1023));
+  T* sQ = reinterpret_cast<T*>(smem + Layout::kQ);
+  T* sK = reinterpret_cast<T*>(smem + Layout::kK);
+  T* sV = reinterpret_cast<T*>(smem + Layout::kV);
+  std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(smem + Layout::kBarriers);
+  std::uint64_t* k_full = q_full + 1;
+  std::uint64_t* v_full = k_full + kStages;
+  std::uint64_t* k_empty = v_full + kStages;
+  std::uint64_t* v_empty = k_empty + kStages;
+  constexpr int kConsumerWarps = 8;
+
+  const int q0 = blockIdx.x * kFlashRows, bh = blockIdx.y;
+  const int b = bh / p.heads, h = bh % p.heads;
+  const int kv_head = h / (p.heads / p.kv_heads);  // GQA
+  const int q_len = p.q_len, kv_len = p.kv_len;
+  const long long diagonal = mask_diagonal(p.mask, b);
+  const int range_tiles = (kv_len + kFlashKeys - 1) / kFlashKeys;
+  const KeySpan span = attended_keys(p, b, q0, q_len, diagonal, 0, kv_len);
+  const int first_tile = span.begin > 0 ? span.begin / kFlashKeys : 0;
+  const int end_tile = span.end > span.begin ? (span.end + kFlashKeys - 1) / kFlashKeys : 0;
+
+  if (threadIdx.x == 0) {
+    barrier_init(q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      barrier_init(&k_full[s], 1);
+      barrier_init(&v_full[s], 1);
+      barrier_init(&k_empty[s], kConsumerWarps);
+      barrier_init(&v_empty[s], kConsumerWarps);
+    }
+    barrier_init_fence();
+  }
+  __syncthreads();
+
+  if (threadIdx.x < 128) {  // the producer warpgroup: one thread issues every load
+    if (threadIdx.x != 0) return;
+    tma_prefetch_descriptor(&maps.q);
+    tma_prefetch_descriptor(&maps.k);
+    tma_prefetch_descriptor(&maps.v);
+    barrier_arrive_expect(q_full, Layout::kPanels * Layout::kQPanel);
+    for (int panel = 0; panel < Layout::kPanels; ++panel) {
+      tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
+    }
+    const int kv_row = b * p.kv_heads + kv_head;
+    for (int tile = first_tile; tile < end_tile; ++tile) {
+      const int i = tile - first_tile, slot = i % kStages;
+      const std::uint32_t phase = (i / kStages) & 1;
+      const int j0 = tile * kFlashKeys;
+      barrier_wait(&k_empty[slot], phase ^ 1);
+      if constexpr (kFault != PipelineFault::none) {
+        // The faulty consumers free a K slot before its load has landed. Arming the slot's
+        // next phase while this one still counts bytes would break the barrier (the device
+        // traps); the producer waits for it, so that the bug stays a race on the data.
+        if (i >= kStages) barrier_wait(&k_full[slot], phase ^ 1);
+      }
+      barrier_arrive_expect(&k_full[slot], Layout::kTileBytes);
+      for (int panel = 0; panel < Layout::kPanels; ++panel) {
+        tma_load_3d(sK + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.k, panel * kPanel, j0, kv_row,
+                    &k_full[slot]);
+      }
+      barrier_wait(&v_empty[slot], phase ^ 1);
+      barrier_arrive_expect(&v_full[slot], Layout::kTileBytes);
+      for (int panel = 0; panel < Layout::kPanels; ++panel) {
+        tma_load_3d(sV + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.v, panel * kPanel, j0, kv_row,
+                    &v_full[slot]);
+      }
+    }
+    if constexpr (kFault != PipelineFault::none) {
+      // The consumers may never wait for the last K loads: none may still be writing when
+      // the block exits.
+      for (int tile = max(first_tile, end_tile - kStages); tile < end_tile; ++tile) {
+        const int i = tile - first_tile;
+        barrier_wait(&k_full[i % kStages], (i / kStages) & 1);
+      }
+    }
+    return;
+  }
+
+  const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int group = warp / 4;  // the consumer warpgroup: rows [64 group, 64 group + 64) of the block
+  const int row_of[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  float o[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // base 2
+  const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * p.q_len;
+  auto tile_trace = [&](int tile, int j0) {
+    const int cols = min(kFlashKeys, kv_len - j0);
+    return TileTrace<D>{p, static_cast<size_t>(tile), rows_total, bh, t, cols, cols, {row_of[0], row_of[1]}};
+  };
+  const T* q_rows = sQ + group * 64 * kPanel;  // this warpgroup's 64 rows of panel 0
+
+  barrier_wait(q_full, 0);
+  for (int tile = 0; tile < range_tiles; ++tile) {
+    const int j0 = tile * kFlashKeys;
+    if (tile < first_tile || tile >= end_tile) {  // every key masked for every row of the block
+      if constexpr (kTrace) {
+        const float none[kFlashKeys / 8][4] = {};
+        const TileTrace<D> trace = tile_trace(tile, j0);
+        trace.scores(none, false);
+        trace.p_tilde(none, false);
+        trace.state(row_max, row_sum, o);
+      }
+      continue;
+    }
+    const int i = tile - first_tile, slot = i % kStages;
+    const std::uint32_t phase = (i / kStages) & 1;
+    const T* k_tile = sK + slot * Layout::kPanels * kFlashKeys * kPanel;
+    const T* v_tile = sV + slot * Layout::kPanels * kFlashKeys * kPanel;
+
+    // S = Q K^T: D / 16 steps of k16, each within one panel at 32 bytes a step.
+    if constexpr (kFault == PipelineFault::wrong_phase) {
+      barrier_wait(&k_full[slot], phase ^ 1);
+    } else if constexpr (kFault != PipelineFault::missing_wait) {
+      barrier_wait(&k_full[slot], phase);
+    }
+    float s[kFlashKeys / 8][4];
+#pragma unroll
+    for (int n = 0; n < kFlashKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    fence_registers(s);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int panel = kk / 4, step = (kk % 4) * 16;
+      wgmma_ss_n64<T>(s, matrix_descriptor(q_rows + panel * kFlashRows * kPanel + step, 16, 1024),
+                      matrix_descriptor(k_tile + panel * kFlashKeys * kPanel + step, 16, 1024), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(s);
+    if (lane == 0) barrier_arrive(&k_empty[slot]);
+
+    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, j0, kv_len, t);
+    if constexpr (kTrace) tile_trace(tile, j0).scores(s, true);
+    online_softmax_tile<D>(s, row_max, row_sum, o);
+
+    // O += P V: V N-major, 16 keys (2048 bytes) a step, its D / 64 panels 64 keys apart.
+    unsigned a[kFlashKeys / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kFlashKeys / 16; ++kk) p_fragment<T>(s, kk, a[kk]);
+    barrier_wait(&v_full[slot], phase);
+    fence_registers(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
+      wgmma_rs<T, D>(o, a[kk], matrix_descriptor(v_tile + kk * 16 * kPanel, Layout::kTilePanel, 1024));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(o);
+#pragma unroll
+    for (int kk = 0; kk < kFlashKeys / 16; ++kk) {  // the A registers are read until the wait
+#pragma unroll
+      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e])::"memory");
+    }
+    if (lane == 0) barrier_arrive(&v_empty[slot]);
+    if constexpr (kTrace) {
+      const TileTrace<D> trace = tile_trace(tile, j0);
+      trace.p_tilde(s, true);
+      trace.state(row_max, row_sum, o);
+    }
+  }
+
+  store_rows<D, T, kTrace, false>(p, o, row_max, row_sum, row_of, q_len, bh, 0, rows_total, t);
+#else
+  __trap();  // built without sm_90a: the host never launches it (wgmma_unsupported)
+#endif
+}
+
+}  // namespace fc

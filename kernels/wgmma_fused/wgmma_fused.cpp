@@ -1,0 +1,72 @@
+// wgmma-fused: flash attention for Hopper (sm_90a): TMA loads into 128-byte-swizzled shared
+// memory, wgmma for Q K^T and P V, a producer warpgroup and two consumer warpgroups handing
+// tiles over through mbarriers (kernels/wgmma_fused/wgmma_forward.cuh). The algorithm, tile
+// shape, stage graph and trace buffers are wmma-fused's, so both are judged against the
+// same blocked reference, tile by tile.
+#include "kernels/wgmma_fused/wgmma_fused.h"
+
+#include "kernels/common/device_inputs.h"
+#include "kernels/common/fused_trace.h"
+#include "kernels/wgmma_fused/wgmma_launch.h"
+#include "kernels/wmma_fused/wmma_fused.h"
+
+namespace fc {
+namespace {
+
+class WgmmaFused final : public Implementation {
+ public:
+  std::string name() const override { return "wgmma-fused"; }
+  std::string summary() const override {
+    return "GPU sm_90a, fused flash attention: TMA, wgmma, a producer and two consumer warpgroups synchronized by "
+           "mbarriers, 128 rows x 64 keys a tile, online softmax in registers, lse; padded inputs, D 64 and 128";
+  }
+  bool on_gpu() const override { return true; }
+  std::vector<std::string> faults() const override {
+    return {"missing-mbarrier-wait", "mbarrier-wrong-phase", "production-epilogue-scale"};
+  }
+  std::optional<std::string> unsupported(const Problem& p) const override { return wgmma_unsupported(p); }
+  StageGraph stage_graph(const Problem& p) const override {
+    StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
+    g.query_tile = kFlashRows;
+    return g;
+  }
+  std::size_t trace_bytes(const Problem& p) const override {
+    return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));
+  }
+  void prepare(const Problem& p, Workspace& ws, bool traced) override {
+    const Shape& s = p.shape;
+    out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
+    lse_ = &ws.allocate("lse", DType::f32, s.batch * s.heads * s.q_len);
+    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
+  }
+  void run(RunContext& ctx) override {
+    const Problem& p = ctx.inputs.problem;
+    const Shape& s = p.shape;
+    FlashParams params = flash_params(p, *ctx.device);
+    params.out = out_->data;
+    params.lse = lse_->as<float>();
+    params.tiles_per_split = static_cast<int>(blocked_layout(s, kFlashKeys).tiles_per_split);
+    params.production_scaled = faulty("production-epilogue-scale");
+    WgmmaVariant variant;
+    if (faulty("missing-mbarrier-wait")) variant.fault = PipelineFault::missing_wait;
+    if (faulty("mbarrier-wrong-phase")) variant.fault = PipelineFault::wrong_phase;
+    if (ctx.traced()) {
+      variant.trace = true;
+      params.trace = flash_trace(trace_);
+    }
+    launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
+    if (ctx.tap) {
+      capture_fused(*ctx.tap, stage_graph(p), s, blocked_layout(s, kFlashKeys), trace_, {out_, nullptr, nullptr, lse_});
+    }
+  }
+
+ private:
+  Buffer *out_ = nullptr, *lse_ = nullptr;
+  FusedTraceBuffers trace_;
+};
+
+}  // namespace
+
+std::unique_ptr<Implementation> make_wgmma_fused() { return std::make_unique<WgmmaFused>(); }
+
+}  // namespace fc

@@ -1,0 +1,24 @@
+#pragma once
+// Host side of wgmma-fused's kernel: what it can run, and one entry point that builds the
+// tensor maps and picks the compiled variant.
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <string>
+
+#include "core/problem.h"
+#include "kernels/wgmma_fused/wgmma_params.h"
+
+namespace fc {
+
+struct WgmmaVariant {
+  bool trace = false;
+  PipelineFault fault = PipelineFault::none;
+};
+
+// Why the kernel cannot run a problem on this build and device, in one line, if it cannot.
+std::optional<std::string> wgmma_unsupported(const Problem& problem);
+void launch_wgmma_forward(const FlashParams& params, int head_dim, DType dtype, WgmmaVariant variant,
+                          cudaStream_t stream);
+
+}  // namespace fc

@@ -1,0 +1,23 @@
+#pragma once
+// What wgmma-fused's kernel takes beside the fused kernels' FlashParams: the TMA tensor maps
+// of Q, K and V, its block size, and the pipeline faults it can be built with.
+#include <cuda.h>
+
+#include "kernels/wmma_fused/flash_params.h"
+
+namespace fc {
+
+inline constexpr int kWgmmaThreads = 384;  // a producer warpgroup and two consumer warpgroups
+
+// 3-D maps over [B*H(kv)][S][D] of each input, boxes of 64 columns (one 128-byte swizzled
+// panel) by the rows of a block (Q) or a key tile (K, V).
+struct WgmmaMaps {
+  CUtensorMap q, k, v;
+};
+
+// Planted in the consumers' wait for a K tile (faults missing-mbarrier-wait and
+// mbarrier-wrong-phase): no wait at all, or a wait on the other phase's parity, which has
+// already completed, so it returns before the TMA bytes land.
+enum class PipelineFault { none, missing_wait, wrong_phase };
+
+}  // namespace fc
