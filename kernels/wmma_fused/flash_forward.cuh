@@ -235,7 +235,9 @@ __device__ __forceinline__ void online_softmax_tile(float (&s)[kFlashKeys / 8][4
       s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - m_use);
       sum += s[nt][2 * r] + s[nt][2 * r + 1];
     }
-    row_sum[r] = row_sum[r] * rescale + mma::quad_sum(sum);
+    // Explicit FMAs here and in the lse: the trace and production builds are compiled apart,
+    // and must agree bit for bit (a contraction the compiler may choose differs in the last bit).
+    row_sum[r] = __fmaf_rn(row_sum[r], rescale, mma::quad_sum(sum));
     row_max[r] = m_new;
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
@@ -263,7 +265,7 @@ __device__ __forceinline__ void store_rows(const FlashParams& p, const float (&o
       if (p.production_scaled) inv *= 1.5f;
     }
     const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
-    const float lse = row_sum[r] > 0.0f ? row_max[r] * kLn2 + logf(row_sum[r]) : kNegInf;
+    const float lse = row_sum[r] > 0.0f ? __fmaf_rn(row_max[r], kLn2, logf(row_sum[r])) : kNegInf;
     if constexpr (kSplit) {
       float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;
 #pragma unroll
