@@ -54,6 +54,17 @@ __device__ __forceinline__ void barrier_wait(std::uint64_t* bar, std::uint32_t p
   } while (!done);
 }
 
+// Named barrier kId (1 to 15; 0 is __syncthreads) over `threads` threads of the block: sync
+// waits for them all, arrive counts this warp's threads and goes on.
+template <int kId>
+__device__ __forceinline__ void named_barrier_sync(int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
+}
+template <int kId>
+__device__ __forceinline__ void named_barrier_arrive(int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
+}
+
 // ---- TMA ----
 
 // A box of a 3-D tensor map at coordinates (c0 innermost, c1, c2) into shared memory; its

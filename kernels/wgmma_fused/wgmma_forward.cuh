@@ -6,8 +6,10 @@
 //              of kStages slots, each slot with a "full" mbarrier (the TMA bytes landed) and
 //              an "empty" one (every consumer warp is done with it);
 //   consumers  two warpgroups of 64 rows each: S = Q K^T by wgmma from shared memory, the
-//              online softmax in registers, O += P V by wgmma with P from registers. While one
-//              warpgroup runs its softmax the other's wgmma keeps the tensor cores busy.
+//              online softmax in registers, O += P V by wgmma with P from registers. A
+//              warpgroup issues the last tile's P V with this tile's Q K^T, then runs this
+//              tile's softmax; the two take the tensor cores in turn (named barriers), so
+//              one's GEMMs run while the other's softmax does (FlashAttention-3's ping-pong).
 // Tiles of 64 keys, as wmma-fused's: the fragments of a wgmma accumulator are per warp those
 // of mma.sync m16n8, so the masking, online softmax, trace writes and epilogue are
 // wmma-fused's own functions (kernels/wmma_fused/flash_forward.cuh), and its trace build
@@ -138,82 +140,136 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // base 2
   const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * p.q_len;
-  auto tile_trace = [&](int tile, int j0) {
-    const int cols = min(kFlashKeys, kv_len - j0);
+  auto tile_trace = [&](int tile) {
+    const int cols = min(kFlashKeys, kv_len - tile * kFlashKeys);
     return TileTrace<D>{p, static_cast<size_t>(tile), rows_total, bh, t, cols, cols, {row_of[0], row_of[1]}};
   };
-  const T* q_rows = sQ + group * 64 * kPanel;  // this warpgroup's 64 rows of panel 0
-
-  barrier_wait(q_full, 0);
-  for (int tile = 0; tile < range_tiles; ++tile) {
-    const int j0 = tile * kFlashKeys;
-    if (tile < first_tile || tile >= end_tile) {  // every key masked for every row of the block
-      if constexpr (kTrace) {
-        const float none[kFlashKeys / 8][4] = {};
-        const TileTrace<D> trace = tile_trace(tile, j0);
-        trace.scores(none, false);
-        trace.p_tilde(none, false);
-        trace.state(row_max, row_sum, o);
-      }
-      continue;
+  // A tile every key of which is masked for every row of the block: the state unchanged.
+  auto trace_skipped = [&](int tile) {
+    if constexpr (kTrace) {
+      const float none[kFlashKeys / 8][4] = {};
+      const TileTrace<D> trace = tile_trace(tile);
+      trace.scores(none, false);
+      trace.p_tilde(none, false);
+      trace.state(row_max, row_sum, o);
     }
-    const int i = tile - first_tile, slot = i % kStages;
-    const std::uint32_t phase = (i / kStages) & 1;
-    const T* k_tile = sK + slot * Layout::kPanels * kFlashKeys * kPanel;
-    const T* v_tile = sV + slot * Layout::kPanels * kFlashKeys * kPanel;
+  };
+  const T* q_rows = sQ + group * 64 * kPanel;  // this warpgroup's 64 rows of panel 0
+  float s[kFlashKeys / 8][4];
+  unsigned a[kFlashKeys / 16][4];  // the last softmax's p~, as A fragments
 
-    // S = Q K^T: D / 16 steps of k16, each within one panel at 32 bytes a step.
+  // The two consumer warpgroups take the tensor cores in turn (named barriers 1 and 2): one
+  // issues its GEMMs while the other runs its softmax.
+  auto take_turn = [&] {
+    if (group == 0) named_barrier_sync<1>(256);
+    else named_barrier_sync<2>(256);
+  };
+  auto pass_turn = [&] {
+    if (group == 0) named_barrier_arrive<2>(256);
+    else named_barrier_arrive<1>(256);
+  };
+  // Attended tile i's K slot waited for, S = Q K^T issued into s: D / 16 steps of k16, each
+  // within one panel at 32 bytes a step.
+  auto issue_scores = [&](int i) {
+    const int slot = i % kStages;
+    const std::uint32_t phase = (i / kStages) & 1;
     if constexpr (kFault == PipelineFault::wrong_phase) {
       barrier_wait(&k_full[slot], phase ^ 1);
     } else if constexpr (kFault != PipelineFault::missing_wait) {
       barrier_wait(&k_full[slot], phase);
     }
-    float s[kFlashKeys / 8][4];
-#pragma unroll
-    for (int n = 0; n < kFlashKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-    fence_registers(s);
-    wgmma_fence();
+    const T* k_tile = sK + slot * Layout::kPanels * kFlashKeys * kPanel;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const int panel = kk / 4, step = (kk % 4) * 16;
       wgmma_ss_n64<T>(s, matrix_descriptor(q_rows + panel * kFlashRows * kPanel + step, 16, 1024),
                       matrix_descriptor(k_tile + panel * kFlashKeys * kPanel + step, 16, 1024), kk > 0);
     }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_registers(s);
-    if (lane == 0) barrier_arrive(&k_empty[slot]);
-
-    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, j0, kv_len, t);
-    if constexpr (kTrace) tile_trace(tile, j0).scores(s, true);
-    online_softmax_tile<D>(s, row_max, row_sum, o);
-
-    // O += P V: V N-major, 16 keys (2048 bytes) a step, its D / 64 panels 64 keys apart.
-    unsigned a[kFlashKeys / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kFlashKeys / 16; ++kk) p_fragment<T>(s, kk, a[kk]);
-    barrier_wait(&v_full[slot], phase);
-    fence_registers(o);
-    wgmma_fence();
+  };
+  // O += P V of attended tile i: V N-major, 16 keys (2048 bytes) a step, its D / 64 panels
+  // 64 keys apart.
+  auto issue_values = [&](int i) {
+    const T* v_tile = sV + (i % kStages) * Layout::kPanels * kFlashKeys * kPanel;
 #pragma unroll
     for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
       wgmma_rs<T, D>(o, a[kk], matrix_descriptor(v_tile + kk * 16 * kPanel, Layout::kTilePanel, 1024));
     }
-    wgmma_commit();
-    wgmma_wait<0>();
+  };
+  auto before_issue = [&] {
     fence_registers(o);
+    fence_registers(s);
+    wgmma_fence();
+  };
+  auto after_wait = [&] {
+    fence_registers(o);
+    fence_registers(s);
 #pragma unroll
     for (int kk = 0; kk < kFlashKeys / 16; ++kk) {  // the A registers are read until the wait
 #pragma unroll
       for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e])::"memory");
     }
-    if (lane == 0) barrier_arrive(&v_empty[slot]);
-    if constexpr (kTrace) {
-      const TileTrace<D> trace = tile_trace(tile, j0);
-      trace.p_tilde(s, true);
-      trace.state(row_max, row_sum, o);
+  };
+  auto release = [&](std::uint64_t* empty) {
+    if (lane == 0) barrier_arrive(empty);
+  };
+  auto softmax = [&](int tile) {
+    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, tile * kFlashKeys, kv_len, t);
+    if constexpr (kTrace) tile_trace(tile).scores(s, true);
+    online_softmax_tile<D>(s, row_max, row_sum, o);
+    if constexpr (kTrace) tile_trace(tile).p_tilde(s, true);
+#pragma unroll
+    for (int kk = 0; kk < kFlashKeys / 16; ++kk) p_fragment<T>(s, kk, a[kk]);
+  };
+  // The accumulator after tile `tile`'s P V, with the running max and sum of its softmax.
+  auto trace_state = [&](int tile) {
+    if constexpr (kTrace) tile_trace(tile).state(row_max, row_sum, o);
+  };
+
+  barrier_wait(q_full, 0);
+  for (int tile = 0; tile < min(first_tile, range_tiles); ++tile) trace_skipped(tile);
+  if (first_tile < end_tile) {
+    const int tiles = end_tile - first_tile;
+    if (group == 1) named_barrier_arrive<1>(256);  // warpgroup 0 goes first
+    // The first tile's Q K^T alone; then each pass the last tile's P V with this tile's
+    // Q K^T; then the last P V alone.
+#pragma unroll
+    for (int n = 0; n < kFlashKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    take_turn();
+    before_issue();
+    issue_scores(0);
+    wgmma_commit();
+    pass_turn();
+    wgmma_wait<0>();
+    after_wait();
+    release(&k_empty[0]);
+    softmax(first_tile);
+    for (int i = 1; i < tiles; ++i) {
+      take_turn();
+      barrier_wait(&v_full[(i - 1) % kStages], ((i - 1) / kStages) & 1);
+      before_issue();
+      issue_values(i - 1);
+      issue_scores(i);
+      wgmma_commit();
+      pass_turn();
+      wgmma_wait<0>();
+      after_wait();
+      release(&v_empty[(i - 1) % kStages]);
+      release(&k_empty[i % kStages]);
+      trace_state(first_tile + i - 1);
+      softmax(first_tile + i);
     }
+    take_turn();
+    barrier_wait(&v_full[(tiles - 1) % kStages], ((tiles - 1) / kStages) & 1);
+    before_issue();
+    issue_values(tiles - 1);
+    wgmma_commit();
+    if (group == 0) pass_turn();  // warpgroup 1 has one turn left, warpgroup 0 none
+    wgmma_wait<0>();
+    after_wait();
+    release(&v_empty[(tiles - 1) % kStages]);
+    trace_state(end_tile - 1);
   }
+  for (int tile = max(end_tile, first_tile); tile < range_tiles; ++tile) trace_skipped(tile);
 
   store_rows<D, T, kTrace, false>(p, o, row_max, row_sum, row_of, q_len, bh, 0, rows_total, t);
 #else
