@@ -1,6 +1,9 @@
 #include "core/watchdog.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -14,23 +17,24 @@ double run_timeout_seconds() {
   if (!text || !*text) return 600;
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(seconds > 0)) {
-    throw Error(std::string("FC_RUN_TIMEOUT='") + text + "': not a positive number of seconds");
+  // A week at most: a longer wait is no limit, and overflows the clock's arithmetic.
+  if (end == text || *end != '\0' || !(seconds > 0) || !std::isfinite(seconds) || seconds > 604800) {
+    throw Error(std::string("FC_RUN_TIMEOUT='") + text + "': not a number of seconds in (0, 604800]");
   }
   return seconds;
 }
 
-Watchdog::Watchdog(std::string what, double seconds) : what_(std::move(what)), seconds_(seconds) {
+Watchdog::Watchdog(std::string what, double seconds) : seconds_(seconds) {
+  // Made now: when it fires, the hung thread may hold the allocator's lock.
+  message_ = "flashcore-check: " + what + " did not finish within " + number_text(seconds) +
+             " s: it hangs (a wait that never completes: a barrier phase or arrival count, a flag never set). A "
+             "running kernel cannot be stopped, so flashcore-check stops here (FC_RUN_TIMEOUT sets the limit)\n";
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mutex_);
     if (finished_.wait_for(lock, std::chrono::duration<double>(seconds_), [this] { return done_; })) return;
-    std::fflush(stdout);
-    std::fprintf(stderr,
-                 "flashcore-check: %s did not finish within %s s: it hangs (a wait that never completes: a barrier "
-                 "phase or arrival count, a flag never set). A running kernel cannot be stopped, so flashcore-check "
-                 "stops here (FC_RUN_TIMEOUT sets the limit)\n",
-                 what_.c_str(), number_text(seconds_).c_str());
-    std::fflush(stderr);
+    std::fflush(stdout);  // what earlier cases printed
+    const ssize_t written = ::write(STDERR_FILENO, message_.data(), message_.size());
+    (void)written;  // nothing is left to do if stderr is gone
     std::_Exit(kExitHang);
   });
 }

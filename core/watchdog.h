@@ -13,8 +13,8 @@ namespace fc {
 
 inline constexpr int kExitHang = 3;
 
-// Seconds a run may take: FC_RUN_TIMEOUT when set (a positive number), else 600. Throws
-// fc::Error naming the variable when it is set to anything else.
+// Seconds a run may take: FC_RUN_TIMEOUT when set (a number of seconds up to a week), else
+// 600. Throws fc::Error naming the variable when it is set to anything else.
 double run_timeout_seconds();
 
 class Watchdog {
@@ -26,7 +26,7 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
  private:
-  std::string what_;
+  std::string message_;
   double seconds_;
   std::mutex mutex_;
   std::condition_variable finished_;

@@ -10,6 +10,7 @@
 
 #include "catch.h"
 #include "core/watchdog.h"
+#include "harness/faults/isolated_run.h"
 #include "harness/plugin/crash_guard.h"
 
 namespace fc {
@@ -182,6 +183,38 @@ TEST_CASE("a run that never finishes ends the command after FC_RUN_TIMEOUT: one 
   CHECK(bad.exit_code == 2);
   REQUIRE(errors_of(bad).size() == 1);
   CHECK(contains(errors_of(bad)[0], "FC_RUN_TIMEOUT='soon'"));
+}
+
+TEST_CASE("an isolated run reads a child's verdict back, and a child that hangs is cause hang", "[plugin][faults]") {
+  CaseSpec trigger;
+  trigger.shape = parse_shape("1,1,8,8,32");
+  trigger.mask = "padding=0";
+  trigger.seed = 1;
+  const auto judged_with = [&](const std::string& plugin_name, double timeout) {
+    ::setenv("FLASHCORE_PLUGINS", plugin(plugin_name).c_str(), 1);
+    const CaseResult r = judge_in_child(FC_CLI_PATH, "test-cpu-plugin", "test-plugin-masked-row-nan", trigger, {},
+                                        timeout);
+    ::unsetenv("FLASHCORE_PLUGINS");
+    return r;
+  };
+  const CaseResult found = judged_with("test_plugin", 60);
+  INFO(found.reason);
+  CHECK(found.verdict == Verdict::diverged);
+  REQUIRE(found.divergence);
+  CHECK(found.divergence->cause == "fully-masked-row");
+  CHECK(found.divergence->index.b == 0);
+  CHECK(found.divergence->index.row == 0);
+
+  const CaseResult hung = judged_with("test_plugin_hang_run", 1);
+  CHECK(hung.verdict == Verdict::diverged);
+  REQUIRE(hung.divergence);
+  CHECK(hung.divergence->cause == "hang");
+  CHECK(contains(hung.divergence->evidence, "did not finish within 1 s"));
+
+  const CaseResult failed = judged_with("test_plugin_crash_run", 60);  // exit 2: an error, with its line
+  CHECK(failed.verdict == Verdict::error);
+  CHECK(contains(failed.reason, "exited with status 2"));
+  CHECK(contains(failed.reason, "run crashed with SIGSEGV"));
 }
 
 TEST_CASE("a guarded call survives a fatal signal and an exception, and the next call runs", "[plugin]") {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/watchdog.h"
 #include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
@@ -334,6 +335,7 @@ int run_cli(int argc, char** argv) {
   }
 
   try {
+    run_timeout_seconds();  // a bad FC_RUN_TIMEOUT is refused before anything runs
     if (ref->parsed()) require_file(reference.input);
     if (replay_cmd->parsed()) require_file(replay.file);
     if (diff_cmd->parsed()) {

@@ -70,7 +70,7 @@ int run_faults(const FaultsCommand& command) {
   const bool colour = colour_stdout();
   Progress progress("faults", 0);
   MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {},
-                        &progress};
+                        &progress, {}};
   HtmlReportBuilder html = html_report(command.reports, "faults", command.command_line);
   std::vector<std::string> faulty_sections;  // one per cell, in the matrix's order
   if (html.enabled()) {

@@ -421,8 +421,8 @@ std::vector<FaultSpec>& catalog_storage() {
     c.back().keep_as_fixture = false;
     c.back().isolated = true;
     c.push_back({"mbarrier-wrong-phase",
-                 "a consumer waits on a K slot's full mbarrier with the other phase's parity, which has already "
-                 "completed: it reads before the TMA bytes land (a race)",
+                 "a consumer waits on a K slot's full mbarrier with the other phase's parity: a race, or "
+                 "(usually) a deadlock once the load has landed",
                  {"wgmma-fused"}, trigger({4, 8, 512, 512, 64}, "none", "normal"), "any (a race)", "any",
                  [](const AttentionInputs&, const StageGraph&) { return Expectation{"*", "*", std::nullopt}; }});
     c.back().keep_as_fixture = false;

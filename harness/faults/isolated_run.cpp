@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,7 @@ std::string rows_argument(const RowSpec& rows) {
   if (rows.kind == RowSpec::Kind::sample) return std::to_string(rows.count);
   std::string list;
   for (std::int64_t r : rows.rows) list += (list.empty() ? "" : ",") + std::to_string(r);
+  if (rows.rows.size() == 1) list += "," + list;  // one number alone would read as a sample size
   return list;
 }
 
@@ -66,20 +68,27 @@ int run_child(const std::vector<std::string>& args, const fs::path& log, double 
   argv.push_back(nullptr);
   for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  const auto spawn_check = [&](int status, const char* what) {
+    if (status != 0) throw Error(std::string("faults: an isolated run's ") + what + ": " + std::strerror(status));
+  };
   posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  spawn_check(posix_spawn_file_actions_init(&actions), "spawn actions");
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
+  int spawned = posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (spawned == 0) spawned = posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (spawned == 0) spawned = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw Error("faults: cannot start " + args[0] + " for an isolated run: " + std::strerror(spawned));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline);
   int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done == -1 && errno != EINTR) throw Error(std::string("faults: waiting for an isolated run: ") + std::strerror(errno));
     if (std::chrono::steady_clock::now() > give_up) {
       kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
+      while (waitpid(pid, &status, 0) == -1 && errno == EINTR) {
+      }
       return -SIGKILL;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -148,11 +157,12 @@ std::vector<std::string> case_arguments(const CaseSpec& spec) {
   return args;
 }
 
-CaseResult judge_in_child(const std::string& impl, const std::string& fault, const CaseSpec& trigger,
-                          const RowSpec& rows, double timeout_seconds) {
+CaseResult judge_in_child(const std::string& executable, const std::string& impl, const std::string& fault,
+                          const CaseSpec& trigger, const RowSpec& rows, double timeout_seconds) {
   const ChildFiles files;
   const fs::path json = files.dir / "case.json", log = files.dir / "child.log";
-  std::vector<std::string> args = {fs::read_symlink("/proc/self/exe").string(), "--trace", "--impl", impl, "--inject",
+  std::vector<std::string> args = {executable.empty() ? fs::read_symlink("/proc/self/exe").string() : executable,
+                                   "--trace", "--impl", impl, "--inject",
                                    fault, "--json", json.string(), "--quiet"};
   for (const std::string& a : case_arguments(trigger)) args.push_back(a);
   if (rows.kind != RowSpec::Kind::all) args.insert(args.end(), {"--rows", rows_argument(rows)});

@@ -16,7 +16,8 @@ namespace fc {
 // The --shape, --mask, --dtype, --dist, --seed (and --scale) arguments that give `spec`.
 std::vector<std::string> case_arguments(const CaseSpec& spec);
 
-CaseResult judge_in_child(const std::string& impl, const std::string& fault, const CaseSpec& trigger,
-                          const RowSpec& rows, double timeout_seconds);
+// `executable`: the flashcore-check to run (empty: this process's own).
+CaseResult judge_in_child(const std::string& executable, const std::string& impl, const std::string& fault,
+                          const CaseSpec& trigger, const RowSpec& rows, double timeout_seconds);
 
 }  // namespace fc

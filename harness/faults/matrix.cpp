@@ -74,7 +74,8 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
       impl->inject(spec.id);
       cell.expected = spec.expect(inputs, impl->stage_graph(inputs.problem));
       if (spec.isolated) {  // it may hang or fault the device: a child process runs it
-        cell.faulty = judge_in_child(name, spec.id, spec.trigger, spec.rows, spec.isolated_timeout_seconds);
+        cell.faulty = judge_in_child(options.executable, name, spec.id, spec.trigger, spec.rows,
+                                     spec.isolated_timeout_seconds);
         cell.faulty.description = description;
         grade(cell);
         cells.push_back(std::move(cell));

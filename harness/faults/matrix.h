@@ -32,6 +32,9 @@ struct MatrixOptions {
   // did not pass, with its run and references kept (the HTML report draws them).
   std::function<void(const MatrixCell& cell, const AttentionInputs& inputs, const Judged& run, bool faulty)> on_run;
   Progress* progress = nullptr;            // told the cells' count, then each cell done
+  // The flashcore-check that runs isolated cells (FaultSpec::isolated); empty: this process's
+  // own executable (a test binary embedding the library names the tool's).
+  std::string executable;
 };
 
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options);

@@ -68,7 +68,7 @@ std::optional<std::string> wgmma_unsupported(const Problem& p) {
     return std::string("wgmma-fused is built for sm_90a only (FLASHCORE_CUDA_ARCHS lacks 90a): wmma-fused runs the "
                        "same algorithm with mma.sync");
   }
-  const DeviceInfo device = device_info();
+  static const DeviceInfo device = device_info();
   if (device.available && !(device.sm_major == 9 && device.sm_minor == 0)) {
     return "wgmma-fused needs an sm_90a device (this one is sm_" + std::to_string(device.sm_major) +
            std::to_string(device.sm_minor) + "): wmma-fused runs the same algorithm with mma.sync";

@@ -16,8 +16,9 @@ struct WgmmaMaps {
 };
 
 // Planted in the consumers' wait for a K tile (faults missing-mbarrier-wait and
-// mbarrier-wrong-phase): no wait at all, or a wait on the other phase's parity, which has
-// already completed, so it returns before the TMA bytes land.
+// mbarrier-wrong-phase): no wait at all (a race), or a wait on the other phase's parity:
+// before the slot's load lands that returns at once (a race), after it it waits for a phase
+// that never comes (a deadlock, the usual outcome).
 enum class PipelineFault { none, missing_wait, wrong_phase };
 
 }  // namespace fc

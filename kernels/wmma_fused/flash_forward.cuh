@@ -338,11 +338,6 @@ __global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_
     const long long first = static_cast<long long>(p.cu_seqlens_k[b]) * kv_stride + kv_head * D;
     k_rows = {k_base + first, kv_stride, nullptr, 0};
     v_rows = {v_base + first, kv_stride, nullptr, 0};
-  } else if (p.cu_seqlens_k) {
-    const long long kv_stride = static_cast<long long>(p.kv_heads) * D;
-    const long long first = static_cast<long long>(p.cu_seqlens_k[b]) * kv_stride + kv_head * D;
-    k_rows = {k_base + first, kv_stride, nullptr, 0};
-    v_rows = {v_base + first, kv_stride, nullptr, 0};
   } else {
     const long long first = (static_cast<long long>(b) * p.kv_heads + kv_head) * p.kv_len * D;
     k_rows = {k_base + first, D, nullptr, 0};

@@ -9,6 +9,7 @@ namespace fc::test {
 std::size_t check_fault_matrix(bool gpu) {
   MatrixOptions options;
   options.gpu = gpu;
+  options.executable = FC_CLI_PATH;
   const std::vector<MatrixCell> cells = run_fault_matrix(options);
   // The catalog lists the implementations per fault; it must reach every fault each
   // implementation declares.
