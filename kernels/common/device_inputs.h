@@ -24,6 +24,8 @@ class DeviceInputs {
   const void* packed_q() const { return packed_q_.get(); }
   const void* packed_k() const { return packed_k_.get(); }
   const void* packed_v() const { return packed_v_.get(); }
+  std::size_t packed_q_bytes() const { return packed_q_.bytes(); }
+  std::size_t packed_k_bytes() const { return packed_k_.bytes(); }
   const int* cu_seqlens_q() const { return cu_q_.as<int>(); }
   const int* cu_seqlens_k() const { return cu_k_.as<int>(); }
   // Paged problems: [num_blocks, block_size, Hkv, D] and the block table [B, max_blocks].

@@ -69,7 +69,13 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   const int q0 = blockIdx.x * kFlashRows, bh = blockIdx.y;
   const int b = bh / p.heads, h = bh % p.heads;
   const int kv_head = h / (p.heads / p.kv_heads);  // GQA
-  const int q_len = p.q_len, kv_len = p.kv_len;
+  // This sequence's lengths (varlen: its own; its rows past q_len do not exist).
+  const int q_len = p.mask.q_lens ? p.mask.q_lens[b] : p.q_len;
+  const int kv_len = p.mask.kv_lens ? p.mask.kv_lens[b] : p.kv_len;
+  if (q0 >= q_len) return;  // the whole block, before any barrier
+  // Where a row's box starts: padded maps are [B*H][S][D], packed ones [rows][H][D] with the
+  // sequence at its cu_seqlens offset (wgmma_launch.cpp).
+  const bool packed = p.q_offsets != nullptr;
   const long long diagonal = mask_diagonal(p.mask, b);
   const int range_tiles = (kv_len + kFlashKeys - 1) / kFlashKeys;
   const KeySpan span = attended_keys(p, b, q0, q_len, diagonal, 0, kv_len);
@@ -95,13 +101,17 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     tma_prefetch_descriptor(&maps.v);
     barrier_arrive_expect(q_full, Layout::kPanels * Layout::kQPanel);
     for (int panel = 0; panel < Layout::kPanels; ++panel) {
-      tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
+      if (packed) tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, h, p.q_offsets[b] + q0, q_full);
+      else tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
     }
-    const int kv_row = b * p.kv_heads + kv_head;
+    // The (second, third) coordinates of key j0's box.
+    const auto key_box = [&](int j0) {
+      return packed ? make_int2(kv_head, p.cu_seqlens_k[b] + j0) : make_int2(j0, b * p.kv_heads + kv_head);
+    };
     for (int tile = first_tile; tile < end_tile; ++tile) {
       const int i = tile - first_tile, slot = i % kStages;
       const std::uint32_t phase = (i / kStages) & 1;
-      const int j0 = tile * kFlashKeys;
+      const int2 box = key_box(tile * kFlashKeys);
       barrier_wait(&k_empty[slot], phase ^ 1);
       if constexpr (kFault != PipelineFault::none) {
         // The faulty consumers free a K slot before its load has landed. Arming the slot's
@@ -111,13 +121,13 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       }
       barrier_arrive_expect(&k_full[slot], Layout::kTileBytes);
       for (int panel = 0; panel < Layout::kPanels; ++panel) {
-        tma_load_3d(sK + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.k, panel * kPanel, j0, kv_row,
+        tma_load_3d(sK + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.k, panel * kPanel, box.x, box.y,
                     &k_full[slot]);
       }
       barrier_wait(&v_empty[slot], phase ^ 1);
       barrier_arrive_expect(&v_full[slot], Layout::kTileBytes);
       for (int panel = 0; panel < Layout::kPanels; ++panel) {
-        tma_load_3d(sV + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.v, panel * kPanel, j0, kv_row,
+        tma_load_3d(sV + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.v, panel * kPanel, box.x, box.y,
                     &v_full[slot]);
       }
     }
@@ -140,9 +150,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // base 2
   const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * p.q_len;
-  auto tile_trace = [&](int tile) {
-    const int cols = min(kFlashKeys, kv_len - tile * kFlashKeys);
-    return TileTrace<D>{p, static_cast<size_t>(tile), rows_total, bh, t, cols, cols, {row_of[0], row_of[1]}};
+  auto tile_trace = [&](int tile) {  // the stage's columns (padded) and this sequence's
+    const int j0 = tile * kFlashKeys, pitch = min(kFlashKeys, p.kv_len - j0), cols = min(kFlashKeys, kv_len - j0);
+    return TileTrace<D>{p, static_cast<size_t>(tile), rows_total, bh, t, pitch, cols, {row_of[0], row_of[1]}};
   };
   // A tile every key of which is masked for every row of the block: the state unchanged.
   auto trace_skipped = [&](int tile) {

@@ -2,6 +2,8 @@
 
 #include <cudaTypedefs.h>
 
+#include <array>
+
 #include "core/check.h"
 #include "core/error.h"
 #include "kernels/wmma_fused/flash_launch.h"
@@ -31,24 +33,26 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return encode;
 }
 
-// A map over a dense [depth][rows][columns] tensor of 2-byte elements, boxes of 64 columns
-// by box_rows rows, swizzled 128 bytes as wgmma reads them; rows past `rows` read as zeros.
-CUtensorMap tile_map(const void* base, DType dtype, std::int64_t columns, std::int64_t rows, std::int64_t depth,
-                     int box_rows) {
+// A map over a dense 3-D tensor of 2-byte elements, dims innermost first (the head dim, then
+// two of rows and heads), boxes of `box` elements a dim, swizzled 128 bytes as wgmma reads
+// them; a box's elements past the tensor read as zeros.
+CUtensorMap tile_map(const void* base, DType dtype, const std::array<std::int64_t, 3>& dims,
+                     const std::array<int, 3>& box) {
   CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(columns), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(depth)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(columns * 2), static_cast<cuuint64_t>(rows * columns * 2)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint64_t extent[3] = {static_cast<cuuint64_t>(dims[0]), static_cast<cuuint64_t>(dims[1]),
+                                static_cast<cuuint64_t>(dims[2])};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dims[0] * 2), static_cast<cuuint64_t>(dims[0] * dims[1] * 2)};
+  const cuuint32_t box_size[3] = {static_cast<cuuint32_t>(box[0]), static_cast<cuuint32_t>(box[1]),
+                                  static_cast<cuuint32_t>(box[2])};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUresult status = encode_tiled()(
       &map, dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-      const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      const_cast<void*>(base), extent, strides, box_size, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (status != CUDA_SUCCESS) {
     throw Error("wgmma-fused: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(status)) +
-                ") for a [" + std::to_string(depth) + "][" + std::to_string(rows) + "][" + std::to_string(columns) +
-                "] tensor");
+                ") for a [" + std::to_string(dims[2]) + "][" + std::to_string(dims[1]) + "][" +
+                std::to_string(dims[0]) + "] tensor");
   }
   return map;
 }
@@ -76,19 +80,27 @@ std::optional<std::string> wgmma_unsupported(const Problem& p) {
   const std::int64_t d = p.shape.head_dim;
   if (d != 64 && d != 128) return "head dim " + std::to_string(d) + " not built (64, 128); wmma-fused has 32 to 256";
   if (p.dtype != DType::f16 && p.dtype != DType::bf16) return std::string("inputs must be fp16 or bf16");
-  if (p.layout.varlen() || p.layout.paged()) {
-    return std::string("wgmma-fused reads padded [B,H,S,D] inputs through TMA; varlen and the paged KV cache are "
+  if (p.layout.paged()) {
+    return std::string("wgmma-fused reads padded or packed (varlen) inputs through TMA; the paged KV cache is "
                        "wmma-fused's");
   }
   return flash_unsupported(p);
 }
 
-void launch_wgmma_forward(const FlashParams& p, int head_dim, DType dtype, WgmmaVariant v, cudaStream_t stream) {
+void launch_wgmma_forward(const FlashParams& p, int head_dim, DType dtype, WgmmaVariant v, PackedRows packed,
+                          cudaStream_t stream) {
   using namespace wgmma_detail;
   WgmmaMaps maps;
-  maps.q = tile_map(p.q, dtype, head_dim, p.q_len, static_cast<std::int64_t>(p.batch) * p.heads, kFlashRows);
-  maps.k = tile_map(p.k, dtype, head_dim, p.kv_len, static_cast<std::int64_t>(p.batch) * p.kv_heads, kFlashKeys);
-  maps.v = tile_map(p.v, dtype, head_dim, p.kv_len, static_cast<std::int64_t>(p.batch) * p.kv_heads, kFlashKeys);
+  const std::int64_t d = head_dim;
+  if (p.q_offsets) {  // packed [rows][H][D]: boxes of one head's rows
+    maps.q = tile_map(p.q, dtype, {d, p.heads, packed.q}, {64, 1, kFlashRows});
+    maps.k = tile_map(p.k, dtype, {d, p.kv_heads, packed.kv}, {64, 1, kFlashKeys});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_heads, packed.kv}, {64, 1, kFlashKeys});
+  } else {  // padded [B*H][S][D]
+    maps.q = tile_map(p.q, dtype, {d, p.q_len, std::int64_t{p.batch} * p.heads}, {64, kFlashRows, 1});
+    maps.k = tile_map(p.k, dtype, {d, p.kv_len, std::int64_t{p.batch} * p.kv_heads}, {64, kFlashKeys, 1});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_len, std::int64_t{p.batch} * p.kv_heads}, {64, kFlashKeys, 1});
+  }
   const bool half = dtype == DType::f16;
   switch (head_dim) {
     case 64: return half ? launch_d64_half(p, maps, v, stream) : launch_d64_bf16(p, maps, v, stream);

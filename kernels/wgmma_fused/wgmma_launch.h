@@ -11,6 +11,12 @@
 
 namespace fc {
 
+// Rows of the packed q and k/v buffers of a varlen problem (FlashParams::q_offsets set), 0
+// for padded inputs: the extent of their tensor maps.
+struct PackedRows {
+  std::int64_t q = 0, kv = 0;
+};
+
 struct WgmmaVariant {
   bool trace = false;
   PipelineFault fault = PipelineFault::none;
@@ -19,6 +25,6 @@ struct WgmmaVariant {
 // Why the kernel cannot run a problem on this build and device, in one line, if it cannot.
 std::optional<std::string> wgmma_unsupported(const Problem& problem);
 void launch_wgmma_forward(const FlashParams& params, int head_dim, DType dtype, WgmmaVariant variant,
-                          cudaStream_t stream);
+                          PackedRows packed, cudaStream_t stream);
 
 }  // namespace fc
