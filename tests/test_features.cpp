@@ -438,10 +438,12 @@ TEST_CASE("wgmma-fused declines, in one line each, what its TMA kernel does not 
   CHECK_FALSE(why({1, 2, 260, 260, 128}, "window=70,30+softcap=20", DType::bf16));
   CHECK_FALSE(why({1, 2, 150, 270, 64}, "padding+bias"));
   CHECK_FALSE(why({3, 4, 200, 300, 64, 2}, "varlen=130:170,0:40,200:300+causal-br"));  // packed, through TMA too
+  CHECK_FALSE(why({2, 2, 150, 333, 128}, "paged=16+window=64,0"));                       // a box a block
+  CHECK_FALSE(why({3, 2, 200, 300, 64}, "varlen=17:290,200:0,64:64+paged=32+causal-br"));
   const std::map<std::string, std::optional<std::string>> declined = {
       {"head dim 96", why({1, 2, 150, 270, 96}, "none")},
       {"ALiBi", why({1, 4, 150, 230, 64}, "alibi")},
-      {"paged KV", why({2, 2, 150, 333, 128}, "paged=16")},
+      {"paged KV in blocks of 4 keys", why({2, 2, 150, 333, 128}, "paged=4")},
   };
   for (const auto& [what, line] : declined) {
     INFO(what);
@@ -450,7 +452,7 @@ TEST_CASE("wgmma-fused declines, in one line each, what its TMA kernel does not 
     CHECK_FALSE(line->empty());
   }
   CHECK(declined.at("head dim 96")->find("96") != std::string::npos);
-  CHECK(declined.at("paged KV")->find("wmma-fused") != std::string::npos);  // where to go instead
+  CHECK(declined.at("paged KV in blocks of 4 keys")->find("wmma-fused") != std::string::npos);  // where to go instead
 }
 
 }  // namespace fc

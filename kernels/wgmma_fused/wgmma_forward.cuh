@@ -104,14 +104,30 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       if (packed) tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, h, p.q_offsets[b] + q0, q_full);
       else tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
     }
-    // The (second, third) coordinates of key j0's box.
-    const auto key_box = [&](int j0) {
-      return packed ? make_int2(kv_head, p.cu_seqlens_k[b] + j0) : make_int2(j0, b * p.kv_heads + kv_head);
+    // Keys [j0, j0 + 64) of K or V into a slot: one box a panel, padded or packed; from a
+    // paged cache one a panel and block the tile spans (blocks of 8 keys or more: whole
+    // swizzle groups). Keys past the sequence come from its last block: finite, and masked.
+    const auto load_tile = [&](T* slot_base, const CUtensorMap* map, std::uint64_t* bar, int j0) {
+      if (p.block_table) {
+        const int block_keys = 1 << p.block_size_log2, rows = min(block_keys, kFlashKeys);
+        for (int r = 0; r < kFlashKeys; r += rows) {
+          const int j = min(j0 + r, kv_len - 1);
+          const int block = p.block_table[static_cast<long long>(b) * p.block_table_stride + (j >> p.block_size_log2)];
+          for (int panel = 0; panel < Layout::kPanels; ++panel) {
+            tma_load_4d(slot_base + (panel * kFlashKeys + r) * kPanel, map, panel * kPanel, kv_head,
+                        (j0 + r) & (block_keys - 1), block, bar);
+          }
+        }
+        return;
+      }
+      const int c1 = packed ? kv_head : j0, c2 = packed ? p.cu_seqlens_k[b] + j0 : b * p.kv_heads + kv_head;
+      for (int panel = 0; panel < Layout::kPanels; ++panel) {
+        tma_load_3d(slot_base + panel * kFlashKeys * kPanel, map, panel * kPanel, c1, c2, bar);
+      }
     };
     for (int tile = first_tile; tile < end_tile; ++tile) {
-      const int i = tile - first_tile, slot = i % kStages;
+      const int i = tile - first_tile, slot = i % kStages, j0 = tile * kFlashKeys;
       const std::uint32_t phase = (i / kStages) & 1;
-      const int2 box = key_box(tile * kFlashKeys);
       barrier_wait(&k_empty[slot], phase ^ 1);
       if constexpr (kFault != PipelineFault::none) {
         // The faulty consumers free a K slot before its load has landed. Arming the slot's
@@ -120,16 +136,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
         if (i >= kStages) barrier_wait(&k_full[slot], phase ^ 1);
       }
       barrier_arrive_expect(&k_full[slot], Layout::kTileBytes);
-      for (int panel = 0; panel < Layout::kPanels; ++panel) {
-        tma_load_3d(sK + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.k, panel * kPanel, box.x, box.y,
-                    &k_full[slot]);
-      }
+      load_tile(sK + slot * Layout::kPanels * kFlashKeys * kPanel, &maps.k, &k_full[slot], j0);
       barrier_wait(&v_empty[slot], phase ^ 1);
       barrier_arrive_expect(&v_full[slot], Layout::kTileBytes);
-      for (int panel = 0; panel < Layout::kPanels; ++panel) {
-        tma_load_3d(sV + (slot * Layout::kPanels + panel) * kFlashKeys * kPanel, &maps.v, panel * kPanel, box.x, box.y,
-                    &v_full[slot]);
-      }
+      load_tile(sV + slot * Layout::kPanels * kFlashKeys * kPanel, &maps.v, &v_full[slot], j0);
     }
     if constexpr (kFault != PipelineFault::none) {
       // The consumers may never wait for the last K loads: none may still be writing when

@@ -18,8 +18,8 @@ class WgmmaFused final : public Implementation {
   std::string name() const override { return "wgmma-fused"; }
   std::string summary() const override {
     return "GPU sm_90a, fused flash attention: TMA, wgmma, a producer and two consumer warpgroups synchronized by "
-           "mbarriers, 128 rows x 64 keys a tile, online softmax in registers, lse; padded or packed varlen inputs; "
-           "D 64 and 128";
+           "mbarriers, 128 rows x 64 keys a tile, online softmax in registers, lse; padded or packed varlen inputs, "
+           "the paged KV cache (blocks of 8 keys or more); D 64 and 128";
   }
   bool on_gpu() const override { return true; }
   std::vector<std::string> faults() const override {
@@ -48,17 +48,27 @@ class WgmmaFused final : public Implementation {
     params.lse = lse_->as<float>();
     params.tiles_per_split = static_cast<int>(blocked_layout(s, kFlashKeys).tiles_per_split);
     params.production_scaled = faulty("production-epilogue-scale");
-    PackedRows packed;
+    InputExtents extents;
+    const DeviceInputs& in = *ctx.device;
+    const std::size_t row = static_cast<std::size_t>(s.head_dim) * 2;
     if (p.layout.varlen()) {  // the packed q, k, v at their cu_seqlens offsets
-      const DeviceInputs& in = *ctx.device;
       params.q = in.packed_q();
       params.k = in.packed_k();
       params.v = in.packed_v();
       params.q_offsets = in.cu_seqlens_q();
       params.cu_seqlens_k = in.cu_seqlens_k();
-      const std::size_t row = static_cast<std::size_t>(s.head_dim) * 2;
-      packed = {static_cast<std::int64_t>(in.packed_q_bytes() / (row * s.heads)),
-                static_cast<std::int64_t>(in.packed_k_bytes() / (row * s.kv_head_count()))};
+      extents.q_rows = static_cast<std::int64_t>(in.packed_q_bytes() / (row * s.heads));
+      extents.kv_rows = static_cast<std::int64_t>(in.packed_k_bytes() / (row * s.kv_head_count()));
+    }
+    if (p.layout.paged()) {  // K and V from the cache, through the block table
+      params.k = in.k_cache();
+      params.v = in.v_cache();
+      params.block_table = in.block_table();
+      params.block_table_stride = static_cast<int>(p.layout.max_blocks);
+      int log2 = 0;
+      while ((std::int64_t{1} << log2) < p.layout.block_size) ++log2;
+      params.block_size_log2 = log2;
+      extents.cache_blocks = p.layout.num_blocks;
     }
     WgmmaVariant variant;
     if (faulty("missing-mbarrier-wait")) variant.fault = PipelineFault::missing_wait;
@@ -67,7 +77,7 @@ class WgmmaFused final : public Implementation {
       variant.trace = true;
       params.trace = flash_trace(trace_);
     }
-    launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, packed, ctx.stream);
+    launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, extents, ctx.stream);
     if (ctx.tap) {
       capture_fused(*ctx.tap, stage_graph(p), s, blocked_layout(s, kFlashKeys), trace_, {out_, nullptr, nullptr, lse_});
     }

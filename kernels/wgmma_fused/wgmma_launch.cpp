@@ -2,7 +2,8 @@
 
 #include <cudaTypedefs.h>
 
-#include <array>
+#include <algorithm>
+#include <vector>
 
 #include "core/check.h"
 #include "core/error.h"
@@ -33,26 +34,31 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return encode;
 }
 
-// A map over a dense 3-D tensor of 2-byte elements, dims innermost first (the head dim, then
-// two of rows and heads), boxes of `box` elements a dim, swizzled 128 bytes as wgmma reads
-// them; a box's elements past the tensor read as zeros.
-CUtensorMap tile_map(const void* base, DType dtype, const std::array<std::int64_t, 3>& dims,
-                     const std::array<int, 3>& box) {
+// A map over a dense tensor of 2-byte elements, dims innermost first (the head dim, then rows,
+// heads and blocks as the layout has them), boxes of `box` elements a dim, swizzled 128 bytes
+// as wgmma reads them; a box's elements past the tensor read as zeros.
+CUtensorMap tile_map(const void* base, DType dtype, const std::vector<std::int64_t>& dims, const std::vector<int>& box) {
+  const std::size_t rank = dims.size();
+  std::vector<cuuint64_t> extent(rank), strides(rank - 1);
+  std::vector<cuuint32_t> box_size(rank), element_strides(rank, 1);
+  cuuint64_t stride = 2;
+  for (std::size_t i = 0; i < rank; ++i) {
+    extent[i] = static_cast<cuuint64_t>(dims[i]);
+    box_size[i] = static_cast<cuuint32_t>(box[i]);
+    if (i > 0) strides[i - 1] = stride;
+    stride *= extent[i];
+  }
   CUtensorMap map{};
-  const cuuint64_t extent[3] = {static_cast<cuuint64_t>(dims[0]), static_cast<cuuint64_t>(dims[1]),
-                                static_cast<cuuint64_t>(dims[2])};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dims[0] * 2), static_cast<cuuint64_t>(dims[0] * dims[1] * 2)};
-  const cuuint32_t box_size[3] = {static_cast<cuuint32_t>(box[0]), static_cast<cuuint32_t>(box[1]),
-                                  static_cast<cuuint32_t>(box[2])};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUresult status = encode_tiled()(
-      &map, dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-      const_cast<void*>(base), extent, strides, box_size, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      &map, dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+      static_cast<cuuint32_t>(rank), const_cast<void*>(base), extent.data(), strides.data(), box_size.data(),
+      element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (status != CUDA_SUCCESS) {
+    std::string shape;
+    for (std::size_t i = rank; i-- > 0;) shape += "[" + std::to_string(dims[i]) + "]";
     throw Error("wgmma-fused: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(status)) +
-                ") for a [" + std::to_string(dims[2]) + "][" + std::to_string(dims[1]) + "][" +
-                std::to_string(dims[0]) + "] tensor");
+                ") for a " + shape + " tensor");
   }
   return map;
 }
@@ -81,25 +87,37 @@ std::optional<std::string> wgmma_unsupported(const Problem& p) {
   if (d != 64 && d != 128) return "head dim " + std::to_string(d) + " not built (64, 128); wmma-fused has 32 to 256";
   if (p.dtype != DType::f16 && p.dtype != DType::bf16) return std::string("inputs must be fp16 or bf16");
   if (p.layout.paged()) {
-    return std::string("wgmma-fused reads padded or packed (varlen) inputs through TMA; the paged KV cache is "
-                       "wmma-fused's");
+    const std::int64_t bs = p.layout.block_size;
+    if ((bs & (bs - 1)) != 0 || bs < 8) {
+      return "paged KV block size " + std::to_string(bs) +
+             ": wgmma-fused's TMA boxes need a power of two of at least 8 keys (whole 128-byte swizzle groups); "
+             "wmma-fused takes any power of two";
+    }
   }
   return flash_unsupported(p);
 }
 
-void launch_wgmma_forward(const FlashParams& p, int head_dim, DType dtype, WgmmaVariant v, PackedRows packed,
+void launch_wgmma_forward(const FlashParams& p, int head_dim, DType dtype, WgmmaVariant v, InputExtents extents,
                           cudaStream_t stream) {
   using namespace wgmma_detail;
   WgmmaMaps maps;
-  const std::int64_t d = head_dim;
+  const std::int64_t d = head_dim, bh = std::int64_t{p.batch} * p.heads, bh_kv = std::int64_t{p.batch} * p.kv_heads;
   if (p.q_offsets) {  // packed [rows][H][D]: boxes of one head's rows
-    maps.q = tile_map(p.q, dtype, {d, p.heads, packed.q}, {64, 1, kFlashRows});
-    maps.k = tile_map(p.k, dtype, {d, p.kv_heads, packed.kv}, {64, 1, kFlashKeys});
-    maps.v = tile_map(p.v, dtype, {d, p.kv_heads, packed.kv}, {64, 1, kFlashKeys});
+    maps.q = tile_map(p.q, dtype, {d, p.heads, extents.q_rows}, {64, 1, kFlashRows});
   } else {  // padded [B*H][S][D]
-    maps.q = tile_map(p.q, dtype, {d, p.q_len, std::int64_t{p.batch} * p.heads}, {64, kFlashRows, 1});
-    maps.k = tile_map(p.k, dtype, {d, p.kv_len, std::int64_t{p.batch} * p.kv_heads}, {64, kFlashKeys, 1});
-    maps.v = tile_map(p.v, dtype, {d, p.kv_len, std::int64_t{p.batch} * p.kv_heads}, {64, kFlashKeys, 1});
+    maps.q = tile_map(p.q, dtype, {d, p.q_len, bh}, {64, kFlashRows, 1});
+  }
+  if (p.block_table) {  // the paged cache [blocks][block size][Hkv][D]: boxes of one block's keys
+    const std::int64_t block_keys = std::int64_t{1} << p.block_size_log2;
+    const int rows = static_cast<int>(std::min<std::int64_t>(block_keys, kFlashKeys));
+    maps.k = tile_map(p.k, dtype, {d, p.kv_heads, block_keys, extents.cache_blocks}, {64, 1, rows, 1});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_heads, block_keys, extents.cache_blocks}, {64, 1, rows, 1});
+  } else if (p.q_offsets) {
+    maps.k = tile_map(p.k, dtype, {d, p.kv_heads, extents.kv_rows}, {64, 1, kFlashKeys});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_heads, extents.kv_rows}, {64, 1, kFlashKeys});
+  } else {
+    maps.k = tile_map(p.k, dtype, {d, p.kv_len, bh_kv}, {64, kFlashKeys, 1});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_len, bh_kv}, {64, kFlashKeys, 1});
   }
   const bool half = dtype == DType::f16;
   switch (head_dim) {

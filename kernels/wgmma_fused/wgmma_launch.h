@@ -11,10 +11,11 @@
 
 namespace fc {
 
-// Rows of the packed q and k/v buffers of a varlen problem (FlashParams::q_offsets set), 0
-// for padded inputs: the extent of their tensor maps.
-struct PackedRows {
-  std::int64_t q = 0, kv = 0;
+// What the tensor maps span beside the shape: the rows of the packed q and k/v buffers of a
+// varlen problem (FlashParams::q_offsets set), and the blocks of a paged cache
+// (FlashParams::block_table set).
+struct InputExtents {
+  std::int64_t q_rows = 0, kv_rows = 0, cache_blocks = 0;
 };
 
 struct WgmmaVariant {
@@ -25,6 +26,6 @@ struct WgmmaVariant {
 // Why the kernel cannot run a problem on this build and device, in one line, if it cannot.
 std::optional<std::string> wgmma_unsupported(const Problem& problem);
 void launch_wgmma_forward(const FlashParams& params, int head_dim, DType dtype, WgmmaVariant variant,
-                          PackedRows packed, cudaStream_t stream);
+                          InputExtents extents, cudaStream_t stream);
 
 }  // namespace fc
