@@ -7,6 +7,7 @@
 
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/fused_trace.h"
+#include "kernels/wmma_fused/flash_outputs.h"
 #include "kernels/wgmma_fused/wgmma_launch.h"
 #include "kernels/wmma_fused/wmma_fused.h"
 
@@ -26,66 +27,35 @@ class WgmmaFused final : public Implementation {
     return {"missing-mbarrier-wait", "mbarrier-wrong-phase", "production-epilogue-scale"};
   }
   std::optional<std::string> unsupported(const Problem& p) const override { return wgmma_unsupported(p); }
-  StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
-    g.query_tile = kFlashRows;
-    return g;
-  }
-  std::size_t trace_bytes(const Problem& p) const override {
-    return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));
-  }
-  void prepare(const Problem& p, Workspace& ws, bool traced) override {
-    const Shape& s = p.shape;
-    out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
-    lse_ = &ws.allocate("lse", DType::f32, s.batch * s.heads * s.q_len);
-    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
-  }
+  StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
+  std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
+  void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
     const Shape& s = p.shape;
-    FlashParams params = flash_params(p, *ctx.device);
-    params.out = out_->data;
-    params.lse = lse_->as<float>();
+    const DeviceInputs& in = *ctx.device;
+    FlashParams params = flash_params(p, in);
+    outputs_.bind(params, ctx.traced());
     params.tiles_per_split = static_cast<int>(blocked_layout(s, kFlashKeys).tiles_per_split);
     params.production_scaled = faulty("production-epilogue-scale");
-    InputExtents extents;
-    const DeviceInputs& in = *ctx.device;
+    read_input_layouts(params, p, in);
+    InputExtents extents;  // what the tensor maps span
     const std::size_t row = static_cast<std::size_t>(s.head_dim) * 2;
-    if (p.layout.varlen()) {  // the packed q, k, v at their cu_seqlens offsets
-      params.q = in.packed_q();
-      params.k = in.packed_k();
-      params.v = in.packed_v();
-      params.q_offsets = in.cu_seqlens_q();
-      params.cu_seqlens_k = in.cu_seqlens_k();
+    if (p.layout.varlen()) {
       extents.q_rows = static_cast<std::int64_t>(in.packed_q_bytes() / (row * s.heads));
       extents.kv_rows = static_cast<std::int64_t>(in.packed_k_bytes() / (row * s.kv_head_count()));
     }
-    if (p.layout.paged()) {  // K and V from the cache, through the block table
-      params.k = in.k_cache();
-      params.v = in.v_cache();
-      params.block_table = in.block_table();
-      params.block_table_stride = static_cast<int>(p.layout.max_blocks);
-      int log2 = 0;
-      while ((std::int64_t{1} << log2) < p.layout.block_size) ++log2;
-      params.block_size_log2 = log2;
-      extents.cache_blocks = p.layout.num_blocks;
-    }
+    if (p.layout.paged()) extents.cache_blocks = p.layout.num_blocks;
     WgmmaVariant variant;
     if (faulty("missing-mbarrier-wait")) variant.fault = PipelineFault::missing_wait;
     if (faulty("mbarrier-wrong-phase")) variant.fault = PipelineFault::wrong_phase;
-    if (ctx.traced()) {
-      variant.trace = true;
-      params.trace = flash_trace(trace_);
-    }
+    variant.trace = ctx.traced();
     launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, extents, ctx.stream);
-    if (ctx.tap) {
-      capture_fused(*ctx.tap, stage_graph(p), s, blocked_layout(s, kFlashKeys), trace_, {out_, nullptr, nullptr, lse_});
-    }
+    if (ctx.tap) outputs_.capture(*ctx.tap, p);
   }
 
  private:
-  Buffer *out_ = nullptr, *lse_ = nullptr;
-  FusedTraceBuffers trace_;
+  FlashOutputs outputs_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "kernels/common/device_inputs.h"
 #include "kernels/common/fused_trace.h"
+#include "kernels/wmma_fused/flash_outputs.h"
 #include "kernels/wmma_fused/flash_launch.h"
 #include "kernels/wmma_fused/wmma_fused.h"
 
@@ -33,60 +34,31 @@ class WmmaFused final : public Implementation {
     }
     return std::nullopt;
   }
-  StageGraph stage_graph(const Problem& p) const override {
-    StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
-    g.query_tile = kFlashRows;
-    return g;
-  }
-  std::size_t trace_bytes(const Problem& p) const override {
-    return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));
-  }
-  void prepare(const Problem& p, Workspace& ws, bool traced) override {
-    const Shape& s = p.shape;
-    out_ = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
-    lse_ = &ws.allocate("lse", DType::f32, s.batch * s.heads * s.q_len);
-    trace_ = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
-  }
+  StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
+  std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
+  void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
-    const Shape& s = p.shape;
-    const FusedLayout layout = blocked_layout(s, kFlashKeys);
     const DeviceInputs& in = *ctx.device;
     FlashParams params = flash_params(p, in);
-    params.out = out_->data;
-    params.lse = lse_->as<float>();
-    params.tiles_per_split = static_cast<int>(layout.tiles_per_split);
+    outputs_.bind(params, ctx.traced());
+    params.tiles_per_split = static_cast<int>(blocked_layout(p.shape, kFlashKeys).tiles_per_split);
     params.production_scaled = faulty("production-epilogue-scale");
+    read_input_layouts(params, p, in);
+    // varlen-cu-seqlens reads the query rows at the key offsets; block-table-stride reads the
+    // table's rows max_blocks - 1 apart.
+    if (p.layout.varlen() && faulty("varlen-cu-seqlens")) params.q_offsets = in.cu_seqlens_k();
+    if (p.layout.paged() && faulty("block-table-stride")) params.block_table_stride -= 1;
     FlashVariant variant;
     variant.missing_sync = faulty("missing-sync");
-    if (p.layout.varlen()) {  // the packed q, k, v; varlen-cu-seqlens reads the query rows at the key offsets
-      params.q = in.packed_q();
-      params.k = in.packed_k();
-      params.v = in.packed_v();
-      params.q_offsets = faulty("varlen-cu-seqlens") ? in.cu_seqlens_k() : in.cu_seqlens_q();
-      params.cu_seqlens_k = in.cu_seqlens_k();
-    }
-    if (p.layout.paged()) {  // block-table-stride reads the table's rows max_blocks - 1 apart
-      params.k = in.k_cache();
-      params.v = in.v_cache();
-      params.block_table = in.block_table();
-      params.block_table_stride = static_cast<int>(p.layout.max_blocks - (faulty("block-table-stride") ? 1 : 0));
-      int log2 = 0;
-      while ((std::int64_t{1} << log2) < p.layout.block_size) ++log2;
-      params.block_size_log2 = log2;
-      variant.paged = true;
-    }
-    if (ctx.traced()) {
-      variant.trace = true;
-      params.trace = flash_trace(trace_);
-    }
-    launch_flash_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, ctx.stream);
-    if (ctx.tap) capture_fused(*ctx.tap, stage_graph(p), s, layout, trace_, {out_, nullptr, nullptr, lse_});
+    variant.paged = p.layout.paged();
+    variant.trace = ctx.traced();
+    launch_flash_forward(params, static_cast<int>(p.shape.head_dim), p.dtype, variant, ctx.stream);
+    if (ctx.tap) outputs_.capture(*ctx.tap, p);
   }
 
  private:
-  Buffer *out_ = nullptr, *lse_ = nullptr;
-  FusedTraceBuffers trace_;
+  FlashOutputs outputs_;
 };
 
 }  // namespace

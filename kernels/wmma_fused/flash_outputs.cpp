@@ -1,0 +1,54 @@
+#include "kernels/wmma_fused/flash_outputs.h"
+
+#include "kernels/common/device_inputs.h"
+#include "kernels/wmma_fused/wmma_fused.h"
+
+namespace fc {
+
+StageGraph FlashOutputs::stage_graph(const Problem& p) {
+  StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
+  g.query_tile = kFlashRows;
+  return g;
+}
+
+std::size_t FlashOutputs::trace_bytes(const Problem& p) {
+  return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));
+}
+
+void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced) {
+  const Shape& s = p.shape;
+  out = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
+  lse = &ws.allocate("lse", DType::f32, s.batch * s.heads * s.q_len);
+  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
+}
+
+void FlashOutputs::bind(FlashParams& params, bool traced) const {
+  params.out = out->data;
+  params.lse = lse->as<float>();
+  if (traced) params.trace = flash_trace(trace);
+}
+
+void FlashOutputs::capture(Tap& tap, const Problem& p) const {
+  capture_fused(tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFlashKeys), trace, {out, nullptr, nullptr, lse});
+}
+
+void read_input_layouts(FlashParams& params, const Problem& p, const DeviceInputs& in) {
+  if (p.layout.varlen()) {
+    params.q = in.packed_q();
+    params.k = in.packed_k();
+    params.v = in.packed_v();
+    params.q_offsets = in.cu_seqlens_q();
+    params.cu_seqlens_k = in.cu_seqlens_k();
+  }
+  if (p.layout.paged()) {
+    params.k = in.k_cache();
+    params.v = in.v_cache();
+    params.block_table = in.block_table();
+    params.block_table_stride = static_cast<int>(p.layout.max_blocks);
+    int log2 = 0;
+    while ((std::int64_t{1} << log2) < p.layout.block_size) ++log2;
+    params.block_size_log2 = log2;
+  }
+}
+
+}  // namespace fc
