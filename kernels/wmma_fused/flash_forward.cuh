@@ -203,7 +203,7 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kFlashKeys / 8][4], co
         }
       }
     }
-  } else {
+  } else if (j0 + kFlashKeys > range_end) {  // only the tile that holds the range's end masks keys
 #pragma unroll
     for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
 #pragma unroll
