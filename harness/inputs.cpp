@@ -170,6 +170,13 @@ std::string CaseSpec::label() const {
   return s;
 }
 
+std::string shape_argument(const Shape& s) {
+  std::string heads = std::to_string(s.heads);
+  if (s.kv_head_count() != s.heads) heads += ":" + std::to_string(s.kv_head_count());
+  return std::to_string(s.batch) + "," + heads + "," + std::to_string(s.q_len) + "," + std::to_string(s.kv_len) + "," +
+         std::to_string(s.head_dim);
+}
+
 Shape parse_shape(const std::string& text) {
   std::vector<std::string> parts = split(text, ',');
   if (parts.size() != 4 && parts.size() != 5) {

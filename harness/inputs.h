@@ -23,6 +23,8 @@ struct CaseSpec {
 
 // "B,H,S,D" or "B,H,Sq,Sk,D", H as "Hq:Hkv" for GQA/MQA; throws fc::Error naming the text.
 Shape parse_shape(const std::string& text);
+// "B,H,Sq,Sk,D" (H as "Hq:Hkv" when they differ): what parse_shape reads back as `shape`.
+std::string shape_argument(const Shape& shape);
 
 const std::vector<std::string>& distribution_names();  // normal uniform large outlier tiny
 std::string mask_help();

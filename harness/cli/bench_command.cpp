@@ -154,12 +154,7 @@ std::vector<Line> bench_flags(bool quick, cudaStream_t stream) {
 using SdpaTable = std::map<std::string, std::map<std::string, double>>;  // key -> backend -> TFLOP/s
 
 // GQA shapes have no baseline in the table (its lines are for H K/V heads).
-std::string sdpa_key(const Shape& s, bool causal) {
-  const std::string heads =
-      std::to_string(s.heads) + (s.kv_head_count() != s.heads ? ":" + std::to_string(s.kv_head_count()) : "");
-  return std::to_string(s.batch) + "," + heads + "," + std::to_string(s.q_len) + "," +
-         std::to_string(s.kv_len) + "," + std::to_string(s.head_dim) + "," + (causal ? "1" : "0");
-}
+std::string sdpa_key(const Shape& s, bool causal) { return shape_argument(s) + "," + (causal ? "1" : "0"); }
 
 // Lines "backend B H S D causal TFLOP/s" (self-attention: Sq = Sk = S).
 SdpaTable read_sdpa(const std::string& path) {

@@ -27,13 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shape_argument(const Shape& s) {
-  std::string heads = std::to_string(s.heads);
-  if (s.kv_head_count() != s.heads) heads += ":" + std::to_string(s.kv_head_count());
-  return std::to_string(s.batch) + "," + heads + "," + std::to_string(s.q_len) + "," + std::to_string(s.kv_len) + "," +
-         std::to_string(s.head_dim);
-}
-
 std::string rows_argument(const RowSpec& rows) {
   if (rows.kind == RowSpec::Kind::sample) return std::to_string(rows.count);
   std::string list;

@@ -78,23 +78,22 @@ std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
                                      spec.isolated_timeout_seconds);
         cell.faulty.description = description;
         grade(cell);
-        cells.push_back(std::move(cell));
-        if (options.progress) options.progress->advance();
-        continue;
-      }
-      const bool snapshot = !options.snapshots.empty() && spec.keep_as_fixture;
-      const Judged faulty = judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed, judging);
-      cell.faulty = faulty.result;
-      grade(cell);
-      if (observed) options.on_run(cell, inputs, faulty, true);
-      if (snapshot) {
-        SnapshotOptions s;
-        s.kind = "fixture";
-        s.fault = spec.id;
-        s.final_reference_only = true;
-        const std::string file = spec.id + "." + name + ".h5";
-        write_snapshot((std::filesystem::path(options.snapshots) / file).string(), options.command_line, inputs,
-                       faulty.run, faulty.result, faulty.references, s);
+      } else {
+        const bool snapshot = !options.snapshots.empty() && spec.keep_as_fixture;
+        const Judged faulty =
+            judge_case_keeping(*impl, inputs, description, device.get(), snapshot || observed, judging);
+        cell.faulty = faulty.result;
+        grade(cell);
+        if (observed) options.on_run(cell, inputs, faulty, true);
+        if (snapshot) {
+          SnapshotOptions s;
+          s.kind = "fixture";
+          s.fault = spec.id;
+          s.final_reference_only = true;
+          const std::string file = spec.id + "." + name + ".h5";
+          write_snapshot((std::filesystem::path(options.snapshots) / file).string(), options.command_line, inputs,
+                         faulty.run, faulty.result, faulty.references, s);
+        }
       }
       cells.push_back(std::move(cell));
       if (options.progress) options.progress->advance();

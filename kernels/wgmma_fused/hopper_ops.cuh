@@ -140,63 +140,42 @@ __device__ __forceinline__ void fence_registers(float (&acc)[N][4]) {
 // accumulator of each warp is its 16 rows as 8 m16n8 fragments.
 template <class T>
 __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], std::uint64_t a, std::uint64_t b, bool accumulate);
-template <>
-__device__ __forceinline__ void wgmma_ss_n64<__half>(float (&d)[8][4], std::uint64_t a, std::uint64_t b,
-                                                     bool accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FC_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : FC_ACC32(d)
-      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
-}
-template <>
-__device__ __forceinline__ void wgmma_ss_n64<__nv_bfloat16>(float (&d)[8][4], std::uint64_t a, std::uint64_t b,
-                                                            bool accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FC_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : FC_ACC32(d)
-      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
-}
 
 // D[64 x N] += A[64 x 16] B[16 x N], A from registers (the m16n8k16 A fragment of each
 // warp's 16 rows), B N-major in shared memory (O += P V, V stored [keys][D]).
 template <class T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const unsigned (&a)[4], std::uint64_t b);
-template <>
-__device__ __forceinline__ void wgmma_rs<__half, 64>(float (&d)[8][4], const unsigned (&a)[4], std::uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FC_REGS32
-               ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-               : FC_ACC32(d)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 64>(float (&d)[8][4], const unsigned (&a)[4],
-                                                            std::uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FC_REGS32
-               ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-               : FC_ACC32(d)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[16][4], const unsigned (&a)[4], std::uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FC_REGS64
-               ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-               : FC_ACC64(d)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 128>(float (&d)[16][4], const unsigned (&a)[4],
-                                                             std::uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FC_REGS64
-               ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-               : FC_ACC64(d)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
+
+// The specializations for one element type (T, its PTX name).
+#define FC_WGMMA_FOR(T, TYPE)                                                                                     \
+  template <>                                                                                                     \
+  __device__ __forceinline__ void wgmma_ss_n64<T>(float (&d)[8][4], std::uint64_t a, std::uint64_t b,             \
+                                                  bool accumulate) {                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                    \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " FC_REGS32                        \
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                \
+                 : FC_ACC32(d)                                                                                    \
+                 : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));                                            \
+  }                                                                                                               \
+  template <>                                                                                                     \
+  __device__ __forceinline__ void wgmma_rs<T, 64>(float (&d)[8][4], const unsigned (&a)[4], std::uint64_t b) {    \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                    \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " FC_REGS32                        \
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                                   \
+                 : FC_ACC32(d)                                                                                    \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));                                   \
+  }                                                                                                               \
+  template <>                                                                                                     \
+  __device__ __forceinline__ void wgmma_rs<T, 128>(float (&d)[16][4], const unsigned (&a)[4], std::uint64_t b) {  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                    \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " FC_REGS64                       \
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                                   \
+                 : FC_ACC64(d)                                                                                    \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));                                   \
+  }
+FC_WGMMA_FOR(__half, "f16")
+FC_WGMMA_FOR(__nv_bfloat16, "bf16")
+#undef FC_WGMMA_FOR
 
 #undef FC_ACC4
 #undef FC_ACC32

@@ -65,6 +65,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   std::uint64_t* k_empty = v_full + kStages;
   std::uint64_t* v_empty = k_empty + kStages;
   constexpr int kConsumerWarps = 8;
+  // Attended tile i's K and V sit in slot i % kStages of the ring, on that slot's use number
+  // i / kStages: the parity of the phase its full barriers complete.
+  const auto slot_of = [](int i) { return i % kStages; };
+  const auto phase_of = [](int i) { return static_cast<std::uint32_t>(i / kStages) & 1; };
 
   const int q0 = blockIdx.x * kFlashRows, bh = blockIdx.y;
   const int b = bh / p.heads, h = bh % p.heads;
@@ -126,8 +130,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       }
     };
     for (int tile = first_tile; tile < end_tile; ++tile) {
-      const int i = tile - first_tile, slot = i % kStages, j0 = tile * kFlashKeys;
-      const std::uint32_t phase = (i / kStages) & 1;
+      const int i = tile - first_tile, slot = slot_of(i), j0 = tile * kFlashKeys;
+      const std::uint32_t phase = phase_of(i);
       barrier_wait(&k_empty[slot], phase ^ 1);
       if constexpr (kFault != PipelineFault::none) {
         // The faulty consumers free a K slot before its load has landed. Arming the slot's
@@ -146,7 +150,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       // the block exits.
       for (int tile = max(first_tile, end_tile - kStages); tile < end_tile; ++tile) {
         const int i = tile - first_tile;
-        barrier_wait(&k_full[i % kStages], (i / kStages) & 1);
+        barrier_wait(&k_full[slot_of(i)], phase_of(i));
       }
     }
     return;
@@ -191,8 +195,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   // Attended tile i's K slot waited for, S = Q K^T issued into s: D / 16 steps of k16, each
   // within one panel at 32 bytes a step.
   auto issue_scores = [&](int i) {
-    const int slot = i % kStages;
-    const std::uint32_t phase = (i / kStages) & 1;
+    const int slot = slot_of(i);
+    const std::uint32_t phase = phase_of(i);
     if constexpr (kFault == PipelineFault::wrong_phase) {
       barrier_wait(&k_full[slot], phase ^ 1);
     } else if constexpr (kFault != PipelineFault::missing_wait) {
@@ -209,7 +213,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   // O += P V of attended tile i: V N-major, 16 keys (2048 bytes) a step, its D / 64 panels
   // 64 keys apart.
   auto issue_values = [&](int i) {
-    const T* v_tile = sV + (i % kStages) * Layout::kPanels * kFlashKeys * kPanel;
+    const T* v_tile = sV + slot_of(i) * Layout::kPanels * kFlashKeys * kPanel;
 #pragma unroll
     for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
       wgmma_rs<T, D>(o, a[kk], matrix_descriptor(v_tile + kk * 16 * kPanel, Layout::kTilePanel, 1024));
@@ -265,7 +269,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     softmax(first_tile);
     for (int i = 1; i < tiles; ++i) {
       take_turn();
-      barrier_wait(&v_full[(i - 1) % kStages], ((i - 1) / kStages) & 1);
+      barrier_wait(&v_full[slot_of(i - 1)], phase_of(i - 1));
       before_issue();
       issue_values(i - 1);
       issue_scores(i);
@@ -273,20 +277,20 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       pass_turn();
       wgmma_wait<0>();
       after_wait();
-      release(&v_empty[(i - 1) % kStages]);
-      release(&k_empty[i % kStages]);
+      release(&v_empty[slot_of(i - 1)]);
+      release(&k_empty[slot_of(i)]);
       trace_state(first_tile + i - 1);
       softmax(first_tile + i);
     }
     take_turn();
-    barrier_wait(&v_full[(tiles - 1) % kStages], ((tiles - 1) / kStages) & 1);
+    barrier_wait(&v_full[slot_of(tiles - 1)], phase_of(tiles - 1));
     before_issue();
     issue_values(tiles - 1);
     wgmma_commit();
     if (group == 0) pass_turn();  // warpgroup 1 has one turn left, warpgroup 0 none
     wgmma_wait<0>();
     after_wait();
-    release(&v_empty[(tiles - 1) % kStages]);
+    release(&v_empty[slot_of(tiles - 1)]);
     trace_state(end_tile - 1);
   }
   for (int tile = max(end_tile, first_tile); tile < range_tiles; ++tile) trace_skipped(tile);

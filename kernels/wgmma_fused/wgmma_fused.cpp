@@ -6,7 +6,6 @@
 #include "kernels/wgmma_fused/wgmma_fused.h"
 
 #include "kernels/common/device_inputs.h"
-#include "kernels/common/fused_trace.h"
 #include "kernels/wmma_fused/flash_outputs.h"
 #include "kernels/wgmma_fused/wgmma_launch.h"
 #include "kernels/wmma_fused/wmma_fused.h"
@@ -35,8 +34,7 @@ class WgmmaFused final : public Implementation {
     const Shape& s = p.shape;
     const DeviceInputs& in = *ctx.device;
     FlashParams params = flash_params(p, in);
-    outputs_.bind(params, ctx.traced());
-    params.tiles_per_split = static_cast<int>(blocked_layout(s, kFlashKeys).tiles_per_split);
+    outputs_.bind(params, p, ctx.traced());
     params.production_scaled = faulty("production-epilogue-scale");
     read_input_layouts(params, p, in);
     InputExtents extents;  // what the tensor maps span

@@ -22,9 +22,10 @@ void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced) {
   trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
 }
 
-void FlashOutputs::bind(FlashParams& params, bool traced) const {
+void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced) const {
   params.out = out->data;
   params.lse = lse->as<float>();
+  params.tiles_per_split = static_cast<int>(blocked_layout(problem.shape, kFlashKeys).tiles_per_split);
   if (traced) params.trace = flash_trace(trace);
 }
 

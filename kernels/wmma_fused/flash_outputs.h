@@ -18,8 +18,9 @@ struct FlashOutputs {
   static StageGraph stage_graph(const Problem& problem);
   static std::size_t trace_bytes(const Problem& problem);
   void prepare(const Problem& problem, Workspace& workspace, bool traced);
-  // Where the kernel writes: output, lse, and in a trace build its tiles.
-  void bind(FlashParams& params, bool traced) const;
+  // Where the kernel writes (output, lse, and in a trace build its tiles) and its one split's
+  // tile count.
+  void bind(FlashParams& params, const Problem& problem, bool traced) const;
   // The captures of a run: every stage output of a trace build, the results of a production one.
   void capture(Tap& tap, const Problem& problem) const;
 };

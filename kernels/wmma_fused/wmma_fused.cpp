@@ -4,10 +4,7 @@
 // v at their cu_seqlens offsets, K and V from the paged cache through the block table. Its
 // trace build writes each tile's scores, p~ (fp32, before rounding for the MMA), running max
 // and sum, and the accumulator, checked against the blocked reference with the same tile width.
-#include <algorithm>
-
 #include "kernels/common/device_inputs.h"
-#include "kernels/common/fused_trace.h"
 #include "kernels/wmma_fused/flash_outputs.h"
 #include "kernels/wmma_fused/flash_launch.h"
 #include "kernels/wmma_fused/wmma_fused.h"
@@ -41,8 +38,7 @@ class WmmaFused final : public Implementation {
     const Problem& p = ctx.inputs.problem;
     const DeviceInputs& in = *ctx.device;
     FlashParams params = flash_params(p, in);
-    outputs_.bind(params, ctx.traced());
-    params.tiles_per_split = static_cast<int>(blocked_layout(p.shape, kFlashKeys).tiles_per_split);
+    outputs_.bind(params, p, ctx.traced());
     params.production_scaled = faulty("production-epilogue-scale");
     read_input_layouts(params, p, in);
     // varlen-cu-seqlens reads the query rows at the key offsets; block-table-stride reads the
