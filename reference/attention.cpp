@@ -89,10 +89,13 @@ BlockedReference blocked_reference(const HeadEvaluator& ev, std::int64_t col_beg
   const HeadInputs& in = ev.inputs();
   const Eigen::Index rows = in.q.rows();
   BlockedReference r;
-  Bounded max = constant_rows(rows, -kInf);
-  Bounded sum = constant_rows(rows, 0);
-  Bounded acc = Bounded::exact(MatrixR::Zero(rows, in.v.cols()), DType::f32);
-  for (std::int64_t begin = col_begin; begin < col_end; begin += tile_width) {
+  // The evaluator's own evaluation of the whole tiles at once, where it has one; the rest
+  // (all, or the narrower last tile) one tile after another from where it stopped.
+  const std::int64_t batched = ev.whole_tiles(col_begin, col_end, tile_width, a, r.tiles);
+  Bounded max = batched > 0 ? r.tiles.back().softmax.max : constant_rows(rows, -kInf);
+  Bounded sum = batched > 0 ? r.tiles.back().softmax.sum : constant_rows(rows, 0);
+  Bounded acc = batched > 0 ? r.tiles.back().acc : Bounded::exact(MatrixR::Zero(rows, in.v.cols()), DType::f32);
+  for (std::int64_t begin = col_begin + batched * tile_width; begin < col_end; begin += tile_width) {
     TileReference t;
     t.col_begin = begin;
     t.col_end = std::min(col_end, begin + tile_width);

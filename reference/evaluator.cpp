@@ -102,6 +102,46 @@ Bounded HeadEvaluator::captured(const CapturedTensor& t, std::int64_t b, std::in
   return captured_on_host(t, b, h, rows, scale, format);
 }
 
+std::vector<OnlineSoftmaxResult> HeadEvaluator::online_softmax_each(const std::vector<OnlineSoftmaxItem>& items,
+                                                                  const Arithmetic& a) const {
+  std::vector<OnlineSoftmaxResult> out;
+  for (const OnlineSoftmaxItem& i : items) out.push_back(online_softmax(*i.scores, *i.prev_max, *i.prev_sum, a));
+  return out;
+}
+
+std::vector<Bounded> HeadEvaluator::rescale_each(const std::vector<RescaleItem>& items, const Arithmetic& a) const {
+  std::vector<Bounded> out;
+  for (const RescaleItem& i : items) out.push_back(rescale(*i.acc, *i.prev_max, *i.new_max, a));
+  return out;
+}
+
+std::vector<Bounded> HeadEvaluator::pv_each(const std::vector<PvItem>& items, const Arithmetic& a) const {
+  std::vector<Bounded> out;
+  for (const PvItem& i : items) out.push_back(pv(*i.p, i.key_begin, i.key_end, i.acc, a));
+  return out;
+}
+
+std::int64_t HeadEvaluator::whole_tiles(std::int64_t, std::int64_t, std::int64_t, const ChainArithmetic&,
+                                        std::vector<TileReference>&) const {
+  return 0;
+}
+
+std::vector<Bounded> HeadEvaluator::captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b,
+                                                  std::int64_t h, const std::vector<std::int64_t>* rows, double scale,
+                                                  DType format) const {
+  std::vector<Bounded> out;
+  for (const CapturedTensor& t : tensors) out.push_back(captured(t, b, h, rows, scale, format));
+  return out;
+}
+
+std::vector<Metrics> HeadEvaluator::compare_each(const std::vector<CompareItem>& items, BoundChoice judged_by) const {
+  std::vector<Metrics> out;
+  for (const CompareItem& i : items) {
+    out.push_back(compare(i.spot, *i.kernel, *i.reference, i.rows, i.cols, i.kernel_format, judged_by));
+  }
+  return out;
+}
+
 std::int64_t EvaluatorSource::block_elements() const { return kRowBlockElements; }
 
 std::unique_ptr<HeadEvaluator> host_evaluator(const HeadInputs& in) { return std::make_unique<HostEvaluator>(in); }

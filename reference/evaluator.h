@@ -14,6 +14,9 @@
 
 namespace fc {
 
+struct ChainArithmetic;  // attention.h
+struct TileReference;
+
 // A captured [B,H,R(,C)] or [B,H,R] tensor where it is kept: a host tensor, or device memory
 // holding the same dims in logical row-major order.
 struct CapturedTensor {
@@ -47,11 +50,41 @@ class HeadEvaluator {
                           const Arithmetic& a) const = 0;
   virtual Bounded combine_lse(const std::vector<Bounded>& lses, const Arithmetic& a) const = 0;
 
+  // Batches of independent evaluations, each item as the single call above would give it. A
+  // GPU evaluator evaluates each run of items that lie one after another in its memory (the
+  // tiles of one stack, as its own batched evaluations and captured_each make them) at once.
+  struct OnlineSoftmaxItem {
+    const Bounded *scores, *prev_max, *prev_sum;
+  };
+  struct RescaleItem {
+    const Bounded *acc, *prev_max, *new_max;
+  };
+  struct PvItem {
+    const Bounded* p;
+    std::int64_t key_begin, key_end;
+    const Bounded* acc;  // null: none
+  };
+  virtual std::vector<OnlineSoftmaxResult> online_softmax_each(const std::vector<OnlineSoftmaxItem>& items,
+                                                               const Arithmetic& a) const;
+  virtual std::vector<Bounded> rescale_each(const std::vector<RescaleItem>& items, const Arithmetic& a) const;
+  virtual std::vector<Bounded> pv_each(const std::vector<PvItem>& items, const Arithmetic& a) const;
+
+  // The blocked chain (attention.h, blocked_reference) over the first whole tiles of keys
+  // [col_begin, col_end), evaluated at once and appended to `tiles`; returns how many (0: this
+  // evaluator goes tile by tile, and blocked_reference does).
+  virtual std::int64_t whole_tiles(std::int64_t col_begin, std::int64_t col_end, std::int64_t tile_width,
+                                   const ChainArithmetic& a, std::vector<TileReference>& tiles) const;
+
   // Rows `rows` (all when null) of head (b, h) of a captured [B,H,R,C] or [B,H,R] tensor,
   // times `scale`, exact, in `format`, where this evaluator works (the GPU's widens the rows
   // where they are kept, uploading them as stored, 2 or 4 bytes an element, from the host).
   virtual Bounded captured(const CapturedTensor& t, std::int64_t b, std::int64_t h,
                            const std::vector<std::int64_t>* rows, double scale, DType format) const;
+
+  // captured() of each tensor (one shape and format; a GPU evaluator stacks them, as tiles).
+  virtual std::vector<Bounded> captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b,
+                                             std::int64_t h, const std::vector<std::int64_t>* rows, double scale,
+                                             DType format) const;
 
   // b with its matrices on the host (read back from the device where it lives there).
   virtual Bounded to_host(const Bounded& b) const = 0;
@@ -61,6 +94,14 @@ class HeadEvaluator {
   // reference.
   virtual Metrics compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference, std::int64_t rows,
                           std::int64_t cols, DType kernel_format, BoundChoice judged_by) const = 0;
+  struct CompareItem {
+    HeadSpot spot;
+    const Bounded *kernel, *reference;
+    std::int64_t rows, cols;
+    DType kernel_format;
+  };
+  // compare() of each item (a GPU evaluator reads every result back at once).
+  virtual std::vector<Metrics> compare_each(const std::vector<CompareItem>& items, BoundChoice judged_by) const;
 };
 
 // Makes the evaluator of each head (or block of rows); safe to call from several threads.

@@ -1,6 +1,8 @@
 #include "harness/trace/evaluate.h"
 
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "core/parallel.h"
 #include "harness/trace/stage_reference.h"
@@ -128,6 +130,15 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
                                 const QuantityMap& e2e, const std::vector<std::int64_t>* rows,
                                 const HeadEvaluator* ev) {
   QuantityMap kernel;
+  // Captures whose every element exists, by what they hold (a quantity of one split, one
+  // shape and format): each group widened as one stack of tiles on a GPU (captured_each).
+  struct Group {
+    std::vector<QuantityKey> keys;
+    std::vector<CapturedTensor> tensors;
+    double scale;
+    DType format;
+  };
+  std::map<std::tuple<Quantity, int, Dims, DType, double>, Group> groups;
   for (const Captured& c : run.captured) {
     if (!comparable(c)) continue;
     const Stage& stage = run.graph.stages[c.stage];
@@ -139,8 +150,11 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     const std::int64_t held = rows ? static_cast<std::int64_t>(rows->size()) : whole.rows;
     if (rows) extent.rows = held;  // a block or sample holds existing rows only
     if (extent.rows == held && extent.cols == whole.cols) {  // every element exists: as captured
-      kernel[key] = ev ? ev->captured(copy, b, h, rows, out.value_scale, out.dtype)
-                       : captured_on_host(copy, b, h, rows, out.value_scale, out.dtype);
+      Group& g = groups[{out.quantity, stage.split, copy.dims, copy.dtype, out.value_scale}];
+      g.keys.push_back(key);
+      g.tensors.push_back(copy);
+      g.scale = out.value_scale;
+      g.format = out.dtype;
       continue;
     }
     MatrixR values = captured_on_host(copy, b, h, rows, out.value_scale, out.dtype).value;
@@ -148,6 +162,15 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     values = within_extent(values, ev ? ev->to_host(reference).value : reference.value, extent);
     const Bounded exact = Bounded::exact(std::move(values), out.dtype);
     kernel[key] = ev ? ev->resident(exact) : exact;
+  }
+  for (auto& [what, g] : groups) {
+    std::vector<Bounded> values;
+    if (ev) {
+      values = ev->captured_each(g.tensors, b, h, rows, g.scale, g.format);
+    } else {
+      for (const CapturedTensor& t : g.tensors) values.push_back(captured_on_host(t, b, h, rows, g.scale, g.format));
+    }
+    for (std::size_t i = 0; i < g.keys.size(); ++i) kernel[g.keys[i]] = std::move(values[i]);
   }
   return kernel;
 }
@@ -232,22 +255,44 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());
     const LocalReference local(*ev, shape, graph, e2e, kernel, inputs.problem.kv_len_of(b));
-    for (std::size_t i : traced) {
-      if (only_reference && i != *only_reference) {  // its references alone are wanted
-        mine.emplace_back();
-        continue;
-      }
+    // Every output's stage-local reference, then its two comparisons, each kind evaluated as
+    // one batch (a GPU evaluates a split's tiles at once and reads the metrics back once).
+    std::vector<std::size_t> judged;  // indices into traced
+    std::vector<LocalReference::OutputRef> outputs;
+    std::vector<HeadSpot> spots;
+    for (std::size_t n = 0; n < traced.size(); ++n) {
+      const std::size_t i = traced[n];
+      if (only_reference && i != *only_reference) continue;  // its references alone are wanted
       const Captured& c = run.captured[i];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
+      judged.push_back(n);
+      outputs.emplace_back(&stage, &out);
       HeadSpot spot{b, h, results[i].col_offset, is_row_quantity(out.quantity)};
       spot.rows = rows;
-      const OutputComparison m =
-          compare_output(*ev, inputs.problem, graph, e2e, kernel, local, stage, out, spot, judged_by);
-      mine.push_back({m.end_to_end, m.local});
+      spots.push_back(spot);
+    }
+    const std::vector<Bounded> locals = local.evaluate_all(outputs);
+    std::vector<HeadEvaluator::CompareItem> against_e2e, against_local;
+    for (std::size_t j = 0; j < judged.size(); ++j) {
+      const Stage& stage = *outputs[j].first;
+      const StageOutput& out = *outputs[j].second;
+      const QuantityKey key = key_of(stage, out);
+      // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+      Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
+      if (rows) e.rows = static_cast<std::int64_t>(rows->size());  // a sample holds existing rows only
+      const Bounded& kept = kernel.at(key);
+      against_e2e.push_back({spots[j], &kept, &e2e.at(key), e.rows, e.cols, out.dtype});
+      against_local.push_back({spots[j], &kept, &locals[j], e.rows, e.cols, out.dtype});
+    }
+    const std::vector<Metrics> e2e_metrics = ev->compare_each(against_e2e, judged_by);
+    const std::vector<Metrics> local_metrics = ev->compare_each(against_local, judged_by);
+    mine.assign(traced.size(), HeadMetrics{});
+    for (std::size_t j = 0; j < judged.size(); ++j) {
+      mine[judged[j]] = {e2e_metrics[j], local_metrics[j]};
       if (references) {  // each head writes its own slice: no two threads share elements
-        OutputReferences& refs = (*references)[i];
-        const Bounded e2e_ref = ev->to_host(m.end_to_end_reference), local_ref = ev->to_host(m.local_reference);
+        OutputReferences& refs = (*references)[traced[judged[j]]];
+        const Bounded e2e_ref = ev->to_host(*against_e2e[j].reference), local_ref = ev->to_host(locals[j]);
         set_rows(refs.end_to_end, b, h, rows, e2e_ref.value);
         set_rows(refs.end_to_end_bound, b, h, rows, e2e_ref.bound);
         set_rows(refs.end_to_end_tight, b, h, rows, e2e_ref.tight);

@@ -1,6 +1,8 @@
 #include "harness/trace/stage_reference.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <map>
 #include <limits>
 #include <tuple>
 
@@ -129,6 +131,94 @@ const OnlineSoftmaxResult& LocalReference::online_softmax(int split, int tile) c
                                            graph_.arithmetic.softmax));
   }
   return online_->second;
+}
+
+std::vector<Bounded> LocalReference::evaluate_all(const std::vector<OutputRef>& outputs) const {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const ChainArithmetic& a = graph_.arithmetic;
+  using Tile = std::pair<int, int>;  // split, tile
+  const auto tile_of = [](const OutputRef& o) { return Tile{o.first->split, o.first->tile}; };
+  const auto tiled = [](const OutputRef& o, std::initializer_list<Quantity> qs) {
+    if (o.first->tile < 0) return false;
+    for (Quantity q : qs) {
+      if (o.second->quantity == q) return true;
+    }
+    return false;
+  };
+  // Tiles in the order first asked for (a split's tiles ascending, as graphs list them).
+  struct Tiles {
+    std::vector<Tile> order;
+    std::map<Tile, std::size_t> index;
+    std::size_t at(Tile t) const { return index.at(t); }
+  };
+  Tiles softmax_tiles, rescale_tiles, acc_tiles;
+  const auto add = [](Tiles& v, Tile t) {
+    if (v.index.emplace(t, v.order.size()).second) v.order.push_back(t);
+  };
+  for (const OutputRef& o : outputs) {
+    if (tiled(o, {Quantity::p_tilde, Quantity::row_max, Quantity::row_sum})) add(softmax_tiles, tile_of(o));
+    if (tiled(o, {Quantity::rescaled_acc})) add(rescale_tiles, tile_of(o));
+    if (tiled(o, {Quantity::acc})) add(acc_tiles, tile_of(o));
+  }
+  // Constants the items point at, kept where they do not move.
+  const Bounded no_max = initial_rows(-kInf), no_sum = initial_rows(0);
+  const Bounded no_acc = Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32);
+
+  std::vector<HeadEvaluator::OnlineSoftmaxItem> softmax_items;
+  for (const Tile& t : softmax_tiles.order) {
+    const bool first = t.second == 0;
+    softmax_items.push_back({&input(Quantity::scores, t.first, t.second),
+                             first ? &no_max : &input(Quantity::row_max, t.first, t.second - 1),
+                             first ? &no_sum : &input(Quantity::row_sum, t.first, t.second - 1)});
+  }
+  const std::vector<OnlineSoftmaxResult> softmaxes = ev_.online_softmax_each(softmax_items, a.softmax);
+
+  // The rescale stages asked for, and those the acc stages need: the rescale evaluated from
+  // captured values where the kernel has no rescale output (rescaled_input).
+  Tiles rescaled_needed = rescale_tiles;
+  for (const Tile& t : acc_tiles.order) {
+    if (t.second > 0 && kernel_.count({Quantity::rescaled_acc, t.first, t.second}) == 0) add(rescaled_needed, t);
+  }
+  std::vector<HeadEvaluator::RescaleItem> rescale_items;
+  for (const Tile& t : rescaled_needed.order) {
+    const bool first = t.second == 0;
+    rescale_items.push_back({first ? &no_acc : &input(Quantity::acc, t.first, t.second - 1),
+                             first ? &no_max : &input(Quantity::row_max, t.first, t.second - 1),
+                             &input(Quantity::row_max, t.first, t.second)});
+  }
+  const std::vector<Bounded> rescaled = ev_.rescale_each(rescale_items, a.rescale);
+  const auto rescaled_of = [&](Tile t) -> const Bounded& { return rescaled[rescaled_needed.at(t)]; };
+
+  std::vector<HeadEvaluator::PvItem> pv_items;
+  for (const Tile& t : acc_tiles.order) {
+    const KeyRange cols = tile_columns(shape_, graph_.algorithm, t.first, t.second);
+    const Bounded* acc = nullptr;
+    if (auto it = kernel_.find({Quantity::rescaled_acc, t.first, t.second}); it != kernel_.end()) {
+      acc = &it->second;
+    } else {
+      acc = t.second == 0 ? &no_acc : &rescaled_of(t);
+    }
+    pv_items.push_back({&input(Quantity::p_tilde, t.first, t.second), cols.begin, cols.end, acc});
+  }
+  const std::vector<Bounded> accs = ev_.pv_each(pv_items, a.pv);
+
+  std::vector<Bounded> out;
+  for (const OutputRef& o : outputs) {
+    const Tile t = tile_of(o);
+    if (tiled(o, {Quantity::p_tilde, Quantity::row_max, Quantity::row_sum})) {
+      const OnlineSoftmaxResult& r = softmaxes[softmax_tiles.at(t)];
+      out.push_back(o.second->quantity == Quantity::p_tilde ? r.p_tilde
+                    : o.second->quantity == Quantity::row_max ? r.max
+                                                              : r.sum);
+    } else if (tiled(o, {Quantity::rescaled_acc})) {
+      out.push_back(rescaled_of(t));
+    } else if (tiled(o, {Quantity::acc})) {
+      out.push_back(accs[acc_tiles.at(t)]);
+    } else {
+      out.push_back(evaluate(*o.first, *o.second));
+    }
+  }
+  return out;
 }
 
 Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) const {

@@ -8,6 +8,8 @@
 //    accumulator and maxima).
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "reference/attention.h"
 #include "stages/stage.h"
@@ -38,6 +40,10 @@ class LocalReference {
   LocalReference(const HeadEvaluator& ev, const Shape& shape, const StageGraph& graph, const QuantityMap& end_to_end,
                  const QuantityMap& kernel, std::int64_t keys);
   Bounded evaluate(const Stage& stage, const StageOutput& output) const;
+  // evaluate() of each output, the tiles' online softmax, rescale and P.V each evaluated as
+  // one batch (HeadEvaluator's *_each: a GPU evaluates a split's tiles at once).
+  using OutputRef = std::pair<const Stage*, const StageOutput*>;
+  std::vector<Bounded> evaluate_all(const std::vector<OutputRef>& outputs) const;
 
  private:
   const SoftmaxResult& softmax(int split) const;

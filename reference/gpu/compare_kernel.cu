@@ -136,9 +136,16 @@ __device__ long long ulp_distance(int format, double a, double b) {
   return d < 0 ? -d : d;
 }
 
+// Segment blockIdx.y of a stack: its rows kernel_segment and ref_segment elements after the
+// previous segment's.
 __global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, const double* value, const double* bound,
-                               const double* tight, std::int64_t ref_ld, std::int64_t rows, std::int64_t cols,
-                               int format, Partial* partials) {
+                               const double* tight, std::int64_t ref_ld, std::int64_t kernel_segment,
+                               std::int64_t ref_segment, std::int64_t rows, std::int64_t cols, int format,
+                               Partial* partials) {
+  kernel += blockIdx.y * kernel_segment;
+  value += blockIdx.y * ref_segment;
+  if (bound) bound += blockIdx.y * ref_segment;
+  if (tight) tight += blockIdx.y * ref_segment;
   Partial p = none();
   const std::int64_t n = rows * cols;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -177,12 +184,21 @@ __global__ void compare_kernel(const double* kernel, std::int64_t kernel_ld, con
     }
   }
   p = fold_block(p);
-  if (threadIdx.x == 0) partials[blockIdx.x] = p;
+  if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = p;
 }
 
 struct Reported {
   const double *kernel, *value, *bound, *tight;
   std::int64_t kernel_ld, ref_ld, cols;
+
+  __device__ Reported segment(std::int64_t kernel_segment, std::int64_t ref_segment, unsigned s) const {
+    Reported r = *this;
+    r.kernel += s * kernel_segment;
+    r.value += s * ref_segment;
+    if (r.bound) r.bound += s * ref_segment;
+    if (r.tight) r.tight += s * ref_segment;
+    return r;
+  }
 
   __device__ ReportedElement at(long long i) const {
     ReportedElement e;
@@ -197,8 +213,13 @@ struct Reported {
   }
 };
 
-// The blocks' partials folded into one (a block of kThreads), and the reported elements read.
-__global__ void finish_kernel(const Partial* partials, unsigned count, Reported reported, DeviceComparison* out) {
+// Segment blockIdx.x's blocks' partials folded into one (a block of kThreads), and its
+// reported elements read.
+__global__ void finish_kernel(const Partial* partials, unsigned count, Reported stack, std::int64_t kernel_segment,
+                              std::int64_t ref_segment, DeviceComparison* results) {
+  const Reported reported = stack.segment(kernel_segment, ref_segment, blockIdx.x);
+  partials += blockIdx.x * count;
+  DeviceComparison* out = results + blockIdx.x;
   Partial p = none();
   for (unsigned i = threadIdx.x; i < count; i += kThreads) fold(p, partials[i]);
   p = fold_block(p);
@@ -236,32 +257,53 @@ int format_code(DType t) {
 
 }  // namespace
 
-DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
-                                   std::int64_t cols, DType kernel_format, cudaStream_t stream) {
-  DeviceComparison out;
+void compare_segments(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t segments,
+                      std::int64_t rows, std::int64_t cols, DType kernel_format, DeviceComparison* results,
+                      cudaStream_t stream) {
   const std::int64_t n = rows * cols;
-  if (n == 0) return out;
+  if (segments == 0 || n == 0) throw Error("compare: nothing to compare");
+  if (kernel.rows() % segments != 0 || reference.value.rows() % segments != 0) {
+    throw Error("compare: a stack that is not whole segments");
+  }
+  const std::int64_t kernel_segment = kernel.rows() / segments * kernel.cols();
+  const std::int64_t ref_segment = reference.value.rows() / segments * reference.value.cols();
   const int format = format_code(kernel_format);
   // A few hundred blocks fill a GPU for a pass that reads each element once.
-  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 264));
-  // The blocks' partials and the result in one allocation, freed in stream order.
-  void* scratch = allocate_async(blocks * sizeof(Partial) + sizeof(DeviceComparison), stream);
-  auto* partials = static_cast<Partial*>(scratch);
-  auto* result = reinterpret_cast<DeviceComparison*>(partials + blocks);
+  const std::int64_t wanted = std::max<std::int64_t>(1, 264 / segments);
+  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, wanted));
+  auto* partials = static_cast<Partial*>(allocate_async(segments * blocks * sizeof(Partial), stream));
   const double* bound = reference.bound.size() > 0 ? reference.bound.data() : nullptr;
   const double* tight = reference.tight.size() > 0 ? reference.tight.data() : nullptr;
-  compare_kernel<<<blocks, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(), bound, tight,
-                                                  reference.value.cols(), rows, cols, format, partials);
+  const dim3 grid(blocks, static_cast<unsigned>(segments));
+  compare_kernel<<<grid, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(), bound, tight,
+                                                reference.value.cols(), kernel_segment, ref_segment, rows, cols, format,
+                                                partials);
   cudaError_t status = cudaGetLastError();
   if (status == cudaSuccess) {
     const Reported reported{kernel.data(), reference.value.data(), bound, tight, kernel.cols(), reference.value.cols(),
                             cols};
-    finish_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, reported, result);
+    finish_kernel<<<static_cast<unsigned>(segments), kThreads, 0, stream>>>(partials, blocks, reported, kernel_segment,
+                                                                           ref_segment, results);
     status = cudaGetLastError();
   }
+  cudaFreeAsync(partials, stream);
+  FC_CUDA(status);
+}
+
+DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
+                                   std::int64_t cols, DType kernel_format, cudaStream_t stream) {
+  DeviceComparison out;
+  if (rows * cols == 0) return out;
+  auto* result = static_cast<DeviceComparison*>(allocate_async(sizeof(DeviceComparison), stream));
+  try {
+    compare_segments(kernel, reference, 1, rows, cols, kernel_format, result, stream);
+  } catch (...) {
+    cudaFreeAsync(result, stream);
+    throw;
+  }
   // One read-back: the metrics and the reported elements together.
-  if (status == cudaSuccess) status = cudaMemcpyAsync(&out, result, sizeof out, cudaMemcpyDeviceToHost, stream);
-  cudaFreeAsync(scratch, stream);
+  const cudaError_t status = cudaMemcpyAsync(&out, result, sizeof out, cudaMemcpyDeviceToHost, stream);
+  cudaFreeAsync(result, stream);
   FC_CUDA(status);
   FC_CUDA(cudaStreamSynchronize(stream));
   return out;

@@ -26,6 +26,13 @@ struct DeviceComparison {
   double worst_tight = 0;
 };
 
+// Over the top-left rows x cols of each of the `segments` equal row blocks of `kernel` and of
+// `reference` (a stack of tiles, tile_stack.h; their own row strides), into results[s] for
+// segment s, on the device; nothing is read back. rows x cols and segments must not be 0.
+void compare_segments(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t segments,
+                      std::int64_t rows, std::int64_t cols, DType kernel_format, DeviceComparison* results,
+                      cudaStream_t stream);
+
 // Over the top-left rows x cols of `kernel` and `reference` (their own row strides).
 DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
                                    std::int64_t cols, DType kernel_format, cudaStream_t stream);

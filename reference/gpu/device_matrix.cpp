@@ -14,6 +14,17 @@ DeviceMatrix::DeviceMatrix(std::int64_t rows, std::int64_t cols, cudaStream_t st
   count_device_allocation(static_cast<std::int64_t>(bytes));
 }
 
+DeviceMatrix DeviceMatrix::view(double* data, std::int64_t rows, std::int64_t cols, cudaStream_t stream,
+                                std::shared_ptr<const void> owner) {
+  DeviceMatrix m;
+  m.data_ = data;
+  m.rows_ = rows;
+  m.cols_ = cols;
+  m.stream_ = stream;
+  m.owner_ = std::move(owner);
+  return m;
+}
+
 DeviceMatrix& DeviceMatrix::operator=(DeviceMatrix&& o) noexcept {
   if (this != &o) {
     release();
@@ -21,11 +32,17 @@ DeviceMatrix& DeviceMatrix::operator=(DeviceMatrix&& o) noexcept {
     rows_ = o.rows_;
     cols_ = o.cols_;
     stream_ = o.stream_;
+    owner_ = std::move(o.owner_);
   }
   return *this;
 }
 
 void DeviceMatrix::release() noexcept {
+  if (owner_) {  // a view: its owner frees the memory
+    owner_.reset();
+    data_ = nullptr;
+    return;
+  }
   if (!data_) return;
   cudaFreeAsync(data_, stream_);
   count_device_allocation(-static_cast<std::int64_t>(size()) * static_cast<std::int64_t>(sizeof(double)));
@@ -79,16 +96,16 @@ void gemm(const CublasHandle& handle, double alpha, const Operand& a, const Oper
                         static_cast<int>(c.cols())));
 }
 
-void gemm_batched(const CublasHandle& handle, const Operand& a, std::int64_t stride_a, const Operand& b,
-                  std::int64_t stride_b, std::int64_t count, double* c) {
+void gemm_batched(const CublasHandle& handle, double alpha, const Operand& a, std::int64_t stride_a, const Operand& b,
+                  std::int64_t stride_b, std::int64_t count, double* c, std::int64_t stride_c) {
   const std::int64_t m = a.op_rows(), k = a.op_cols(), n = b.op_cols();
   if (b.op_rows() != k) throw Error("gpu reference: batched GEMM operands disagree in shape");
   if (m == 0 || n == 0 || k == 0 || count == 0) throw Error("gpu reference: an empty batched GEMM");
-  const double one = 1, zero = 0;
+  const double zero = 0;
   const auto op = [](const Operand& o) { return o.transposed ? CUBLAS_OP_T : CUBLAS_OP_N; };
   FC_CUBLAS(cublasDgemmStridedBatched(handle.get(), op(b), op(a), static_cast<int>(n), static_cast<int>(m),
-                                      static_cast<int>(k), &one, b.data, static_cast<int>(b.ld), stride_b, a.data,
-                                      static_cast<int>(a.ld), stride_a, &zero, c, static_cast<int>(n), m * n,
+                                      static_cast<int>(k), &alpha, b.data, static_cast<int>(b.ld), stride_b, a.data,
+                                      static_cast<int>(a.ld), stride_a, &zero, c, static_cast<int>(n), stride_c,
                                       static_cast<int>(count)));
 }
 

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "core/dtype.h"
@@ -17,9 +18,17 @@ class DeviceMatrix {
  public:
   DeviceMatrix() = default;
   DeviceMatrix(std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+  // rows x cols at `data` inside memory that `owner` keeps alive (a tile of a stack of tiles):
+  // never freed by the view itself.
+  static DeviceMatrix view(double* data, std::int64_t rows, std::int64_t cols, cudaStream_t stream,
+                           std::shared_ptr<const void> owner);
   ~DeviceMatrix() { release(); }
   DeviceMatrix(DeviceMatrix&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), rows_(o.rows_), cols_(o.cols_), stream_(o.stream_) {}
+      : data_(std::exchange(o.data_, nullptr)),
+        rows_(o.rows_),
+        cols_(o.cols_),
+        stream_(o.stream_),
+        owner_(std::move(o.owner_)) {}
   DeviceMatrix& operator=(DeviceMatrix&& o) noexcept;
   DeviceMatrix(const DeviceMatrix&) = delete;
   DeviceMatrix& operator=(const DeviceMatrix&) = delete;
@@ -30,12 +39,14 @@ class DeviceMatrix {
   std::int64_t size() const { return rows_ * cols_; }
   double* row(std::int64_t r) const { return data_ + r * cols_; }
   cudaStream_t stream() const { return stream_; }  // the stream it is allocated and freed on
+  const std::shared_ptr<const void>& owner() const { return owner_; }  // null unless a view
 
  private:
   void release() noexcept;
   double* data_ = nullptr;
   std::int64_t rows_ = 0, cols_ = 0;
   cudaStream_t stream_ = nullptr;
+  std::shared_ptr<const void> owner_;  // set for a view
 };
 
 // A bounded tensor on the device: value and both bounds (stage_eval.h, Bounded).
@@ -84,9 +95,9 @@ inline Operand transposed(Operand o) {
 
 // c = alpha op(a) op(b) + beta c, every matrix row-major (c has no gaps: ld = its cols).
 void gemm(const CublasHandle& handle, double alpha, const Operand& a, const Operand& b, double beta, DeviceMatrix& c);
-// For i in [0, count): c_i = op(a_i) op(b_i), where a_i and b_i are a and b moved by i strides
-// (elements) and c_i is the i-th op(a) rows x op(b) cols matrix of c (dense, one after another).
-void gemm_batched(const CublasHandle& handle, const Operand& a, std::int64_t stride_a, const Operand& b,
-                  std::int64_t stride_b, std::int64_t count, double* c);
+// For i in [0, count): c_i = alpha op(a_i) op(b_i), where a_i, b_i and c_i are a, b and c moved
+// by i strides (elements); each c_i is a dense op(a) rows x op(b) cols matrix.
+void gemm_batched(const CublasHandle& handle, double alpha, const Operand& a, std::int64_t stride_a, const Operand& b,
+                  std::int64_t stride_b, std::int64_t count, double* c, std::int64_t stride_c);
 
 }  // namespace fc::gpu

@@ -8,10 +8,13 @@
 #include <thread>
 
 #include "core/check.h"
+#include "reference/attention.h"
+#include "reference/gpu/chain_kernels.h"
 #include "reference/gpu/compare_kernel.h"
 #include "reference/gpu/device_matrix.h"
 #include "reference/gpu/stage_kernels.h"
 #include "reference/gpu/thread_pool.h"
+#include "reference/gpu/tile_stack.h"
 #include "reference/gpu/transfer.h"
 #include "reference/stage_terms.h"
 #include "stages/device_memory.h"
@@ -21,6 +24,9 @@ namespace {
 
 using gpu::DeviceBounded;
 using gpu::DeviceMatrix;
+using gpu::DevicePtr;
+using gpu::follows;
+using gpu::resident_on_device;
 
 // Keys summed per GEMM when the largest partial sum of P.V is tracked: as eval_pv does.
 constexpr std::int64_t kPrefixBlock = 64;
@@ -32,20 +38,12 @@ constexpr int kConcurrentHeads = 4;
 // Rows x keys of a block: 64 MiB an FP64 tensor, a GiB or so of them a block in flight; four
 // times the host's, so that a block's launches and GEMMs are large enough to fill the device.
 constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
-// FP64 tensors of a block's size one evaluator holds at most: the end-to-end and stage-local
-// references with their bounds, the captures widened, the bias, the GEMMs' temporaries, and
-// P.V's prefix blocks (D / 64 tensors of the block's size each, four at D 256).
-constexpr std::int64_t kTensorsPerBlock = 24;
-
-using DevicePtr = std::shared_ptr<const DeviceBounded>;
-
-// A bounded tensor that lives on the device.
-Bounded resident_on_device(DeviceBounded d) {
-  Bounded b;
-  b.format = d.format;
-  b.device = std::make_shared<const DeviceBounded>(std::move(d));
-  return b;
-}
+// FP64 tensors of a block's size one evaluator holds at most. A blocked chain keeps every
+// tile at once, end to end and stage-local, each with both bounds: scores and p~ (6), the
+// accumulator before and after each tile's P.V (12 at D 64 with 64-key tiles, twice that at D
+// 128), the captures widened (4), and P.V's GEMM products and temporaries while they are
+// formed (about 7).
+constexpr std::int64_t kTensorsPerBlock = 48;
 
 // The first of `rows` (sorted) when they are consecutive (0 when there are none).
 std::optional<std::int64_t> first_of_consecutive(const std::vector<std::int64_t>& rows) {
@@ -88,6 +86,60 @@ DeviceMatrix form_bias(const HeadInputs& in, cudaStream_t s) {
   return bias;
 }
 
+// What P.V's GEMMs formed for a stack of tiles (chain_kernels.h, PvProducts), kept for as
+// long as its bounds are evaluated.
+struct PvWork {
+  DeviceMatrix value_blocks, nominal_blocks, magnitude, worst, tight, squares, operand_floor, v_norm;
+  std::int64_t blocks = 0, rows_per_tile = 0;
+  bool tensor_cores = false, rounded = false;
+  stage_math::PvTerms terms;
+
+  gpu::PvProducts products() const {
+    gpu::PvProducts x{&value_blocks, &nominal_blocks};
+    x.blocks = blocks;
+    x.rows_per_tile = rows_per_tile;
+    x.magnitude = tensor_cores ? &magnitude : nullptr;
+    x.propagated_worst = worst.size() > 0 ? &worst : nullptr;
+    x.propagated_tight = tight.size() > 0 ? &tight : nullptr;
+    x.squares = rounded ? &squares : nullptr;
+    x.operand_floor = &operand_floor;
+    x.v_norm = rounded ? &v_norm : nullptr;
+    return x;
+  }
+};
+
+// The Metrics of a comparison made on the device.
+Metrics metrics_of(const HeadSpot& spot, const gpu::DeviceComparison& d, std::int64_t rows, std::int64_t cols,
+                   BoundChoice judged_by) {
+  Metrics m;
+  m.judged_by = judged_by;
+  m.elements = rows * cols;
+  m.nan_kernel = d.nan_kernel;
+  m.posinf_kernel = d.posinf_kernel;
+  m.neginf_kernel = d.neginf_kernel;
+  m.masked_neg_inf = d.masked_neg_inf;
+  m.nan_reference = d.nan_reference;
+  m.inf_reference = d.inf_reference;
+  m.max_abs_error = d.max_abs_error;
+  m.max_rel_error = d.max_rel_error;
+  m.max_normalized_error = d.max_normalized_error;
+  m.over_bound = d.over_bound;
+  m.over_tight = d.over_tight;
+  m.max_ulp = d.max_ulp;
+  const auto report = [&](const gpu::ReportedElement& e) {
+    const std::int64_t r = e.index / cols, c = e.index % cols;
+    return ElementReport{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c},
+                         e.kernel, e.reference, e.bound, e.tight};
+  };
+  if (d.first_over_tight.index >= 0) m.first_failure = report(d.first_over_tight);
+  if (d.first_over_bound.index >= 0) m.first_worst_case_failure = report(d.first_over_bound);
+  if (d.worst.index >= 0) {
+    m.worst = report(d.worst);
+    m.max_tight_error = d.worst_tight;
+  }
+  return m;
+}
+
 struct ThreadContext {
   gpu::OwnPool pool;  // destroyed last, after the stream's work is done
   CudaStream stream;
@@ -111,15 +163,7 @@ class GpuHeadEvaluator final : public HeadEvaluator {
   const HeadInputs& inputs() const override { return in_; }
 
   Bounded qk(std::int64_t col_begin, std::int64_t col_end, const Arithmetic& a) const override {
-    const std::int64_t rows = q_.rows(), n = col_end - col_begin;
-    DeviceMatrix t(rows, n, s_), magnitude(rows, n, s_);
-    gpu::gemm(ctx_.cublas, in_.scale, gpu::whole(q_), gpu::transposed(gpu::rows_of(k_, col_begin, n)), 0, t);
-    const double floor = nominal_floor(a);
-    gpu::gemm(ctx_.cublas, in_.scale, gpu::whole(nominal(q_, floor)),
-              gpu::transposed(gpu::rows_of(nominal(k_, floor), col_begin, n)), 0, magnitude);
-    DeviceBounded out = gpu::allocate_bounded(rows, n, a.out, s_);
-    gpu::qk_elements(t, magnitude, bias_, col_begin, qk_terms(a, in_.q.cols(), in_.scale, in_.softcap), out, s_);
-    return resident_on_device(std::move(out));
+    return resident_on_device(qk_stack(col_begin, 1, col_end - col_begin, a));
   }
 
   SoftmaxResult softmax(const Bounded& scores, const Arithmetic& a) const override {
@@ -134,31 +178,18 @@ class GpuHeadEvaluator final : public HeadEvaluator {
 
   OnlineSoftmaxResult online_softmax(const Bounded& scores_tile, const Bounded& prev_max, const Bounded& prev_sum,
                                      const Arithmetic& a) const override {
-    require_rows(scores_tile, prev_max, "online softmax");
-    require_rows(scores_tile, prev_sum, "online softmax");
-    const DevicePtr s = device_of(scores_tile), m = device_of(prev_max), l = device_of(prev_sum);
-    const std::int64_t rows = s->value.rows();
-    DeviceBounded p = gpu::allocate_bounded(rows, s->value.cols(), a.out, s_);
-    DeviceBounded max = gpu::allocate_bounded(rows, 1, DType::f32, s_);
-    DeviceBounded sum = gpu::allocate_bounded(rows, 1, DType::f32, s_);
-    DeviceBounded rescale = gpu::allocate_bounded(rows, 1, DType::f32, s_);
-    gpu::online_softmax_rows(*s, *m, *l, p, max, sum, rescale, output_terms(a), s_);
-    return {resident_on_device(std::move(p)), resident_on_device(std::move(max)), resident_on_device(std::move(sum)),
-            resident_on_device(std::move(rescale))};
+    return online_softmax_each({{&scores_tile, &prev_max, &prev_sum}}, a)[0];
   }
 
   Bounded rescale(const Bounded& acc, const Bounded& prev_max, const Bounded& new_max,
                   const Arithmetic& a) const override {
-    require_rows(acc, prev_max, "rescale");
-    require_rows(acc, new_max, "rescale");
-    const DevicePtr x = device_of(acc), mp = device_of(prev_max), mn = device_of(new_max);
-    DeviceBounded out = gpu::allocate_bounded(x->value.rows(), x->value.cols(), a.out, s_);
-    gpu::rescale_rows(*x, *mp, *mn, out, output_terms(a), s_);
-    return resident_on_device(std::move(out));
+    return rescale_each({{&acc, &prev_max, &new_max}}, a)[0];
   }
 
   Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
-             const Arithmetic& a) const override;
+             const Arithmetic& a) const override {
+    return pv_each({{&p, key_begin, key_end, acc}}, a)[0];
+  }
 
   Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const override {
     require_rows(acc, sum, "normalize");
@@ -198,34 +229,20 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     return resident_on_device(std::move(out));
   }
 
+  std::vector<OnlineSoftmaxResult> online_softmax_each(const std::vector<OnlineSoftmaxItem>& items,
+                                                       const Arithmetic& a) const override;
+  std::vector<Bounded> rescale_each(const std::vector<RescaleItem>& items, const Arithmetic& a) const override;
+  std::vector<Bounded> pv_each(const std::vector<PvItem>& items, const Arithmetic& a) const override;
+  std::int64_t whole_tiles(std::int64_t col_begin, std::int64_t col_end, std::int64_t tile_width,
+                           const ChainArithmetic& a, std::vector<TileReference>& tiles) const override;
+
   Bounded captured(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
                    double scale, DType format) const override {
-    const HeadLayout l = head_layout(t.dims, b, h);
-    const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
-    for (std::int64_t r = 0; rows && r < count; ++r) {
-      if ((*rows)[static_cast<std::size_t>(r)] < 0 || (*rows)[static_cast<std::size_t>(r)] >= l.rows) {
-        throw Error("gpu reference: captured row " + std::to_string((*rows)[static_cast<std::size_t>(r)]) +
-                    " outside the head's " + std::to_string(l.rows));
-      }
-    }
-    // A format not widened here: converted on the host.
-    if (!gpu::widens(t.dtype)) return resident(HeadEvaluator::captured(t, b, h, rows, scale, format));
-    DeviceBounded d;
-    d.format = format;
-    d.value = DeviceMatrix(count, l.cols, s_);
-    const auto* head = static_cast<const unsigned char*>(t.host ? t.host->data() : t.device) +
-                       static_cast<std::size_t>(l.offset) * dtype_size(t.dtype);
-    // Each run of consecutive rows (a sample's rows spread over the head) in one widening.
-    for (std::int64_t r = 0; r < count;) {
-      const std::int64_t first = rows ? (*rows)[static_cast<std::size_t>(r)] : 0;
-      std::int64_t run = rows ? 1 : count;
-      while (r + run < count && (*rows)[static_cast<std::size_t>(r + run)] == first + run) ++run;
-      gpu::widen(head + static_cast<std::size_t>(first * l.cols) * dtype_size(t.dtype),
-                 t.host ? gpu::Memory::host : gpu::Memory::device, t.dtype, run * l.cols, scale, d.value.row(r), s_);
-      r += run;
-    }
-    return resident_on_device(std::move(d));
+    return captured_each({t}, b, h, rows, scale, format)[0];
   }
+  std::vector<Bounded> captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b, std::int64_t h,
+                                     const std::vector<std::int64_t>* rows, double scale,
+                                     DType format) const override;
 
   Bounded to_host(const Bounded& b) const override { return b.on_device() ? gpu::download(*b.device, s_) : b; }
   Bounded resident(const Bounded& b) const override {
@@ -235,7 +252,10 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     return r;
   }
   Metrics compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference, std::int64_t rows,
-                  std::int64_t cols, DType kernel_format, BoundChoice judged_by) const override;
+                  std::int64_t cols, DType kernel_format, BoundChoice judged_by) const override {
+    return compare_each({{spot, &kernel, &reference, rows, cols, kernel_format}}, judged_by)[0];
+  }
+  std::vector<Metrics> compare_each(const std::vector<CompareItem>& items, BoundChoice judged_by) const override;
 
  private:
   static void require_rows(const Bounded& a, const Bounded& b, const char* what) {
@@ -273,6 +293,12 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     return v_squared_;
   }
 
+  DevicePtr qk_stack(std::int64_t col_begin, std::int64_t tiles, std::int64_t width, const Arithmetic& a) const;
+  std::unique_ptr<PvWork> pv_products(const DeviceBounded& p, std::int64_t tiles, std::int64_t key_begin,
+                                      const Arithmetic& a) const;
+  void widen_into(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+                  double scale, double* out) const;
+
   ThreadContext& ctx_;
   cudaStream_t s_;
   const HeadInputs& in_;
@@ -281,129 +307,326 @@ class GpuHeadEvaluator final : public HeadEvaluator {
   mutable DeviceMatrix v_squared_;
 };
 
-Bounded GpuHeadEvaluator::pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
-                             const Arithmetic& a) const {
-  const std::int64_t keys = key_end - key_begin;
-  if (p.cols() != keys) throw Error("reference: p and v disagree in key count");
-  const std::int64_t rows = p.rows(), cols = v_.cols();
-  const stage_math::PvTerms terms = pv_terms(a, p.format, keys);
-  const DevicePtr device_p = device_of(p);
-  const DeviceBounded& dp = *device_p;
-  const DevicePtr device_acc = acc ? device_of(*acc) : nullptr;
+// Scores of `tiles` tiles of `width` keys from col_begin, one after another (one tile: the
+// columns [col_begin, col_begin + width)).
+DevicePtr GpuHeadEvaluator::qk_stack(std::int64_t col_begin, std::int64_t tiles, std::int64_t width,
+                                     const Arithmetic& a) const {
+  const std::int64_t rows = q_.rows(), stacked = tiles * rows;
+  DeviceMatrix t(stacked, width, s_), magnitude(stacked, width, s_);
   const double floor = nominal_floor(a);
-  DeviceMatrix p_nominal(rows, keys, s_);
-  gpu::nominal(dp.value, floor, p_nominal, s_);
-  const DeviceMatrix& v_nominal = nominal(v_, floor);
-  const DeviceMatrix& v_abs = nominal(v_, 0);
-
-  // Block by block, as eval_pv: the value, sum nu|p| nu|v| (+|acc|) and the reach of every
-  // prefix. Every block's two products at once (batched GEMMs), then one pass sums them in order.
-  DeviceBounded out;
-  out.format = a.out;
-  out.value = acc ? gpu::copy_of(device_acc->value, s_) : gpu::zeros(rows, cols, s_);
-  DeviceMatrix accumulated(rows, cols, s_), reach(rows, cols, s_);
-  const std::int64_t blocks = (keys + kPrefixBlock - 1) / kPrefixBlock, whole = keys / kPrefixBlock;
-  DeviceMatrix value_blocks(blocks * rows, cols, s_), nominal_blocks(blocks * rows, cols, s_);
-  if (whole > 0 && rows > 0 && cols > 0) {
-    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(dp.value, 0, kPrefixBlock), kPrefixBlock,
-                      gpu::rows_of(v_, key_begin, kPrefixBlock), kPrefixBlock * cols, whole, value_blocks.data());
-    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(p_nominal, 0, kPrefixBlock), kPrefixBlock,
-                      gpu::rows_of(v_nominal, key_begin, kPrefixBlock), kPrefixBlock * cols, whole,
-                      nominal_blocks.data());
+  const DeviceMatrix &q_nominal = nominal(q_, floor), &k_nominal = nominal(k_, floor);
+  if (tiles == 1) {
+    gpu::gemm(ctx_.cublas, in_.scale, gpu::whole(q_), gpu::transposed(gpu::rows_of(k_, col_begin, width)), 0, t);
+    gpu::gemm(ctx_.cublas, in_.scale, gpu::whole(q_nominal), gpu::transposed(gpu::rows_of(k_nominal, col_begin, width)),
+              0, magnitude);
+  } else if (stacked > 0 && width > 0) {
+    // Tile i: q against the key rows width i further on, into the stack's tile i.
+    const std::int64_t key_stride = width * k_.cols();
+    gpu::gemm_batched(ctx_.cublas, in_.scale, gpu::whole(q_), 0, gpu::transposed(gpu::rows_of(k_, col_begin, width)),
+                      key_stride, tiles, t.data(), rows * width);
+    gpu::gemm_batched(ctx_.cublas, in_.scale, gpu::whole(q_nominal), 0,
+                      gpu::transposed(gpu::rows_of(k_nominal, col_begin, width)), key_stride, tiles, magnitude.data(),
+                      rows * width);
   }
-  if (whole < blocks && rows > 0 && cols > 0) {  // the last, narrower block, in its place
-    const std::int64_t j = whole * kPrefixBlock, width = keys - j;
-    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(dp.value, j, width), 0, gpu::rows_of(v_, key_begin + j, width), 0, 1,
-                      value_blocks.row(whole * rows));
-    gpu::gemm_batched(ctx_.cublas, gpu::cols_of(p_nominal, j, width), 0, gpu::rows_of(v_nominal, key_begin + j, width),
-                      0, 1, nominal_blocks.row(whole * rows));
-  }
-  gpu::prefix_scan(value_blocks.data(), nominal_blocks.data(), blocks, out.value, accumulated, reach, s_);
-
-  const gpu::Operand v_rows_abs = gpu::rows_of(v_abs, key_begin, keys);
-  // sum |p||v| (+|acc|) as it is (without the tensor cores' nominal sizes).
-  DeviceMatrix magnitude;
-  if (a.tensor_cores) {
-    DeviceMatrix p_abs(rows, keys, s_);
-    gpu::nominal(dp.value, 0, p_abs, s_);
-    magnitude = DeviceMatrix(rows, cols, s_);
-    gpu::gemm(ctx_.cublas, 1, gpu::whole(p_abs), v_rows_abs, 0, magnitude);
-    if (acc) {
-      DeviceMatrix acc_abs(rows, cols, s_);
-      gpu::nominal(device_acc->value, 0, acc_abs, s_);
-      gpu::add(magnitude, acc_abs, s_);
-    }
-  }
-  // E(p) |v| of each bound (zero for an exact p) plus acc's.
-  const auto propagated = [&](const DeviceMatrix& p_bound, const DeviceMatrix* acc_bound) {
-    DeviceMatrix m = p_bound.size() > 0 ? DeviceMatrix(rows, cols, s_) : gpu::zeros(rows, cols, s_);
-    if (p_bound.size() > 0) gpu::gemm(ctx_.cublas, 1, gpu::whole(p_bound), v_rows_abs, 0, m);
-    if (acc_bound && acc_bound->size() > 0) gpu::add(m, *acc_bound, s_);
-    return m;
-  };
-  const DeviceMatrix propagated_worst = propagated(dp.bound, acc ? &device_acc->bound : nullptr);
-  const DeviceMatrix propagated_tight = propagated(dp.tight, acc ? &device_acc->tight : nullptr);
-  // With operand rounding: sum p^2 v^2, and the value rows' per-column sums.
-  const bool rounded = terms.u_operand > 0;
-  DeviceMatrix squares, operand_floor = rounded ? DeviceMatrix(1, cols, s_) : gpu::zeros(1, cols, s_), v_norm;
-  if (rounded) {
-    DeviceMatrix p_squared(rows, keys, s_);
-    gpu::square(dp.value, p_squared, s_);
-    squares = DeviceMatrix(rows, cols, s_);
-    gpu::gemm(ctx_.cublas, 1, gpu::whole(p_squared), gpu::rows_of(squared_values(), key_begin, keys), 0, squares);
-    v_norm = DeviceMatrix(1, cols, s_);
-    gpu::column_sums(v_, key_begin, keys, terms.eta_operand, operand_floor, v_norm, s_);
-  }
-  out.bound = DeviceMatrix(rows, cols, s_);
-  out.tight = DeviceMatrix(rows, cols, s_);
-  const gpu::PvInputs inputs{&out.value,
-                             &accumulated,
-                             &reach,
-                             a.tensor_cores ? &magnitude : &accumulated,
-                             &propagated_worst,
-                             &propagated_tight,
-                             rounded ? &squares : nullptr,
-                             &operand_floor,
-                             rounded ? &v_norm : nullptr};
-  gpu::pv_elements(inputs, terms, out, s_);
-  return resident_on_device(std::move(out));
+  DeviceBounded out = gpu::allocate_bounded(stacked, width, a.out, s_);
+  gpu::qk_elements(t, magnitude, bias_, col_begin, {tiles, rows, width},
+                   qk_terms(a, in_.q.cols(), in_.scale, in_.softcap), out, s_);
+  return std::make_shared<const DeviceBounded>(std::move(out));
 }
 
-Metrics GpuHeadEvaluator::compare(const HeadSpot& spot, const Bounded& kernel, const Bounded& reference,
-                                  std::int64_t rows, std::int64_t cols, DType kernel_format,
-                                  BoundChoice judged_by) const {
-  const DevicePtr k = device_of(kernel), ref = device_of(reference);
-  if (rows > std::min(k->value.rows(), ref->value.rows()) || cols > std::min(k->value.cols(), ref->value.cols())) {
-    throw Error("compare: the compared extent is larger than the kernel tensor or the reference");
-  }
-  const gpu::DeviceComparison d = gpu::compare_on_device(k->value, *ref, rows, cols, kernel_format, s_);
-  Metrics m;
-  m.judged_by = judged_by;
-  m.elements = rows * cols;
-  m.nan_kernel = d.nan_kernel;
-  m.posinf_kernel = d.posinf_kernel;
-  m.neginf_kernel = d.neginf_kernel;
-  m.masked_neg_inf = d.masked_neg_inf;
-  m.nan_reference = d.nan_reference;
-  m.inf_reference = d.inf_reference;
-  m.max_abs_error = d.max_abs_error;
-  m.max_rel_error = d.max_rel_error;
-  m.max_normalized_error = d.max_normalized_error;
-  m.over_bound = d.over_bound;
-  m.over_tight = d.over_tight;
-  m.max_ulp = d.max_ulp;
-  const auto report = [&](const gpu::ReportedElement& e) {
-    const std::int64_t r = e.index / cols, c = e.index % cols;
-    return ElementReport{{spot.b, spot.h, spot.row_of(r), spot.per_row ? -1 : spot.col_offset + c},
-                         e.kernel, e.reference, e.bound, e.tight};
+// P.V's products for a stack of `tiles` tiles of p, tile i against the value rows of keys
+// [key_begin + i w, + w), w p's width. As eval_pv, block by block of 64 keys: each block's
+// value and sum nu|p| nu|v|, for the reach of every prefix.
+std::unique_ptr<PvWork> GpuHeadEvaluator::pv_products(const DeviceBounded& p, std::int64_t tiles,
+                                                      std::int64_t key_begin, const Arithmetic& a) const {
+  const std::int64_t stacked = p.value.rows(), width = p.value.cols(), cols = v_.cols();
+  const std::int64_t rows = tiles > 0 ? stacked / tiles : 0;
+  if (key_begin < 0 || key_begin + tiles * width > v_.rows()) throw Error("reference: p and v disagree in key count");
+  auto w = std::make_unique<PvWork>();
+  w->terms = pv_terms(a, p.format, width);
+  w->rows_per_tile = rows;
+  w->tensor_cores = a.tensor_cores;
+  w->rounded = w->terms.u_operand > 0;
+  const double floor = nominal_floor(a);
+  DeviceMatrix p_nominal(stacked, width, s_);
+  gpu::nominal(p.value, floor, p_nominal, s_);
+  const DeviceMatrix &v_nominal = nominal(v_, floor), &v_abs = nominal(v_, 0);
+  const bool any = stacked > 0 && cols > 0 && width > 0;
+
+  const std::int64_t whole = width / kPrefixBlock;
+  w->blocks = (width + kPrefixBlock - 1) / kPrefixBlock;
+  w->value_blocks = DeviceMatrix(w->blocks * stacked, cols, s_);
+  w->nominal_blocks = DeviceMatrix(w->blocks * stacked, cols, s_);
+  // Block k of tile i: its 64 keys' columns of p against their value rows, into block k's
+  // matrix at the tile's rows. Batched over the blocks of one tile, or over the tiles.
+  const auto block_products = [&](const DeviceMatrix& left, const DeviceMatrix& right, DeviceMatrix& into) {
+    if (!any) return;
+    const auto left_cols = [&](std::int64_t j, std::int64_t n) { return gpu::Operand{left.data() + j, rows, n, width}; };
+    if (tiles == 1) {
+      if (whole > 0) {
+        gpu::gemm_batched(ctx_.cublas, 1, left_cols(0, kPrefixBlock), kPrefixBlock,
+                          gpu::rows_of(right, key_begin, kPrefixBlock), kPrefixBlock * cols, whole, into.data(),
+                          rows * cols);
+      }
+      if (whole < w->blocks) {  // the last, narrower block, in its place
+        const std::int64_t j = whole * kPrefixBlock;
+        gpu::gemm_batched(ctx_.cublas, 1, left_cols(j, width - j), 0, gpu::rows_of(right, key_begin + j, width - j), 0,
+                          1, into.row(whole * rows), rows * cols);
+      }
+      return;
+    }
+    for (std::int64_t k = 0; k < w->blocks; ++k) {
+      const std::int64_t j = k * kPrefixBlock, n = std::min(kPrefixBlock, width - j);
+      gpu::gemm_batched(ctx_.cublas, 1, left_cols(j, n), rows * width, gpu::rows_of(right, key_begin + j, n),
+                        width * cols, tiles, into.row(k * stacked), rows * cols);
+    }
   };
-  if (d.first_over_tight.index >= 0) m.first_failure = report(d.first_over_tight);
-  if (d.first_over_bound.index >= 0) m.first_worst_case_failure = report(d.first_over_bound);
-  if (d.worst.index >= 0) {
-    m.worst = report(d.worst);
-    m.max_tight_error = d.worst_tight;
+  block_products(p.value, v_, w->value_blocks);
+  block_products(p_nominal, v_nominal, w->nominal_blocks);
+
+  // Each tile's p-like matrix against all its keys' value rows.
+  const auto tile_products = [&](const DeviceMatrix& left, const DeviceMatrix& right, DeviceMatrix& into) {
+    if (!any) {
+      into = gpu::zeros(stacked, cols, s_);
+      return;
+    }
+    into = DeviceMatrix(stacked, cols, s_);
+    gpu::gemm_batched(ctx_.cublas, 1, gpu::Operand{left.data(), rows, width, width}, rows * width,
+                      gpu::rows_of(right, key_begin, width), width * cols, tiles, into.data(), rows * cols);
+  };
+  // sum |p||v| as it is (without the tensor cores' nominal sizes).
+  if (a.tensor_cores) {
+    DeviceMatrix p_abs(stacked, width, s_);
+    gpu::nominal(p.value, 0, p_abs, s_);
+    tile_products(p_abs, v_abs, w->magnitude);
   }
-  return m;
+  // E(p) |v| of each bound (none for an exact p).
+  if (p.bound.size() > 0) {
+    tile_products(p.bound, v_abs, w->worst);
+    tile_products(p.tight, v_abs, w->tight);
+  }
+  // With operand rounding: sum p^2 v^2, and the value rows' per-column sums of each tile.
+  w->operand_floor = w->rounded ? DeviceMatrix(tiles, cols, s_) : gpu::zeros(tiles, cols, s_);
+  if (w->rounded) {
+    DeviceMatrix p_squared(stacked, width, s_);
+    gpu::square(p.value, p_squared, s_);
+    tile_products(p_squared, squared_values(), w->squares);
+    w->v_norm = DeviceMatrix(tiles, cols, s_);
+    gpu::column_sums(v_, key_begin, width, tiles, width, w->terms.eta_operand, w->operand_floor, w->v_norm, s_);
+  }
+  return w;
+}
+
+std::vector<OnlineSoftmaxResult> GpuHeadEvaluator::online_softmax_each(const std::vector<OnlineSoftmaxItem>& items,
+                                                                       const Arithmetic& a) const {
+  std::vector<DevicePtr> s, m, l;
+  for (const OnlineSoftmaxItem& i : items) {
+    require_rows(*i.scores, *i.prev_max, "online softmax");
+    require_rows(*i.scores, *i.prev_sum, "online softmax");
+    s.push_back(device_of(*i.scores));
+    m.push_back(device_of(*i.prev_max));
+    l.push_back(device_of(*i.prev_sum));
+  }
+  std::vector<OnlineSoftmaxResult> out;
+  const auto joins = [&](std::size_t i) {
+    return follows(*s[i - 1], *s[i]) && follows(*m[i - 1], *m[i]) && follows(*l[i - 1], *l[i]);
+  };
+  for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
+    const DevicePtr scores = gpu::stack_view(s, first, count);
+    const std::int64_t rows = scores->value.rows(), n = static_cast<std::int64_t>(count);
+    DeviceBounded p = gpu::allocate_bounded(rows, scores->value.cols(), a.out, s_);
+    DeviceBounded max = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    DeviceBounded sum = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    DeviceBounded rescale = gpu::allocate_bounded(rows, 1, DType::f32, s_);
+    gpu::online_softmax_rows(*scores, *gpu::stack_view(m, first, count), *gpu::stack_view(l, first, count), p, max,
+                             sum, rescale, output_terms(a), s_);
+    const DevicePtr ps = std::make_shared<const DeviceBounded>(std::move(p));
+    const DevicePtr maxes = std::make_shared<const DeviceBounded>(std::move(max));
+    const DevicePtr sums = std::make_shared<const DeviceBounded>(std::move(sum));
+    const DevicePtr factors = std::make_shared<const DeviceBounded>(std::move(rescale));
+    for (std::int64_t t = 0; t < n; ++t) {
+      out.push_back({resident_on_device(gpu::tile_of(ps, n, t)), resident_on_device(gpu::tile_of(maxes, n, t)),
+                     resident_on_device(gpu::tile_of(sums, n, t)), resident_on_device(gpu::tile_of(factors, n, t))});
+    }
+  }
+  return out;
+}
+
+std::vector<Bounded> GpuHeadEvaluator::rescale_each(const std::vector<RescaleItem>& items, const Arithmetic& a) const {
+  std::vector<DevicePtr> x, mp, mn;
+  for (const RescaleItem& i : items) {
+    require_rows(*i.acc, *i.prev_max, "rescale");
+    require_rows(*i.acc, *i.new_max, "rescale");
+    x.push_back(device_of(*i.acc));
+    mp.push_back(device_of(*i.prev_max));
+    mn.push_back(device_of(*i.new_max));
+  }
+  std::vector<Bounded> out;
+  const auto joins = [&](std::size_t i) {
+    return follows(*x[i - 1], *x[i]) && follows(*mp[i - 1], *mp[i]) && follows(*mn[i - 1], *mn[i]);
+  };
+  for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
+    const DevicePtr acc = gpu::stack_view(x, first, count);
+    DeviceBounded r = gpu::allocate_bounded(acc->value.rows(), acc->value.cols(), a.out, s_);
+    gpu::rescale_rows(*acc, *gpu::stack_view(mp, first, count), *gpu::stack_view(mn, first, count), r,
+                      output_terms(a), s_);
+    for (Bounded& t : gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(r)), static_cast<std::int64_t>(count))) {
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+std::vector<Bounded> GpuHeadEvaluator::pv_each(const std::vector<PvItem>& items, const Arithmetic& a) const {
+  std::vector<DevicePtr> p, acc;
+  for (const PvItem& i : items) {
+    if (i.p->cols() != i.key_end - i.key_begin) throw Error("reference: p and v disagree in key count");
+    if (i.acc && i.acc->rows() != i.p->rows()) throw Error("reference: row count mismatch in pv");
+    p.push_back(device_of(*i.p));
+    acc.push_back(i.acc ? device_of(*i.acc) : nullptr);
+  }
+  std::vector<Bounded> out;
+  // A run's tiles take consecutive keys, and all or none of them an accumulator.
+  const auto joins = [&](std::size_t i) {
+    return follows(*p[i - 1], *p[i]) && items[i].key_begin == items[i - 1].key_end &&
+           (acc[i] ? acc[i - 1] && follows(*acc[i - 1], *acc[i]) : !acc[i - 1]);
+  };
+  for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
+    const std::int64_t n = static_cast<std::int64_t>(count);
+    const DevicePtr ps = gpu::stack_view(p, first, count);
+    const DevicePtr accs = acc[first] ? gpu::stack_view(acc, first, count) : nullptr;
+    const std::unique_ptr<PvWork> work = pv_products(*ps, n, items[first].key_begin, a);
+    DeviceBounded r = gpu::allocate_bounded(ps->value.rows(), v_.cols(), a.out, s_);
+    gpu::pv_finish(work->products(), accs.get(), work->terms, r, s_);
+    for (Bounded& t : gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(r)), n)) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::int64_t GpuHeadEvaluator::whole_tiles(std::int64_t col_begin, std::int64_t col_end, std::int64_t tile_width,
+                                           const ChainArithmetic& a, std::vector<TileReference>& tiles) const {
+  const std::int64_t rows = q_.rows(), n = col_end > col_begin ? (col_end - col_begin) / tile_width : 0;
+  if (n < 2 || rows == 0 || v_.cols() == 0) return 0;  // tile by tile
+  const std::int64_t stacked = n * rows;
+  const DevicePtr scores = qk_stack(col_begin, n, tile_width, a.qk);
+  DeviceBounded p = gpu::allocate_bounded(stacked, tile_width, a.softmax.out, s_);
+  DeviceBounded max = gpu::allocate_bounded(stacked, 1, DType::f32, s_);
+  DeviceBounded sum = gpu::allocate_bounded(stacked, 1, DType::f32, s_);
+  DeviceBounded factor = gpu::allocate_bounded(stacked, 1, DType::f32, s_);
+  gpu::online_softmax_tiles(*scores, n, p, max, sum, factor, output_terms(a.softmax), s_);
+  const std::unique_ptr<PvWork> work = pv_products(p, n, col_begin, a.pv);
+  DeviceBounded rescaled = gpu::allocate_bounded(stacked, v_.cols(), a.rescale.out, s_);
+  DeviceBounded acc = gpu::allocate_bounded(stacked, v_.cols(), a.pv.out, s_);
+  gpu::accumulate_tiles(work->products(), max, rescaled, acc, output_terms(a.rescale), work->terms, s_);
+
+  const auto split = [&](DeviceBounded& d) {
+    return gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(d)), n);
+  };
+  std::vector<Bounded> score_tiles = gpu::tiles_of(scores, n), p_tiles = split(p), max_tiles = split(max),
+                       sum_tiles = split(sum), factor_tiles = split(factor),
+                       rescaled_tiles = split(rescaled), acc_tiles = split(acc);
+  for (std::int64_t t = 0; t < n; ++t) {
+    const std::size_t i = static_cast<std::size_t>(t);
+    TileReference r;
+    r.col_begin = col_begin + t * tile_width;
+    r.col_end = r.col_begin + tile_width;
+    r.scores = std::move(score_tiles[i]);
+    r.softmax = {std::move(p_tiles[i]), std::move(max_tiles[i]), std::move(sum_tiles[i]), std::move(factor_tiles[i])};
+    r.rescaled = std::move(rescaled_tiles[i]);
+    r.acc = std::move(acc_tiles[i]);
+    tiles.push_back(std::move(r));
+  }
+  return n;
+}
+
+// Rows `rows` (all when null) of head (b, h) of t, widened to FP64 into `out` (their rows x
+// the head's columns).
+void GpuHeadEvaluator::widen_into(const CapturedTensor& t, std::int64_t b, std::int64_t h,
+                                  const std::vector<std::int64_t>* rows, double scale, double* out) const {
+  const HeadLayout l = head_layout(t.dims, b, h);
+  const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
+  const auto* head = static_cast<const unsigned char*>(t.host ? t.host->data() : t.device) +
+                     static_cast<std::size_t>(l.offset) * dtype_size(t.dtype);
+  // Each run of consecutive rows (a sample's rows spread over the head) in one widening.
+  for (std::int64_t r = 0; r < count;) {
+    const std::int64_t first = rows ? (*rows)[static_cast<std::size_t>(r)] : 0;
+    std::int64_t run = rows ? 1 : count;
+    while (r + run < count && (*rows)[static_cast<std::size_t>(r + run)] == first + run) ++run;
+    gpu::widen(head + static_cast<std::size_t>(first * l.cols) * dtype_size(t.dtype),
+               t.host ? gpu::Memory::host : gpu::Memory::device, t.dtype, run * l.cols, scale, out + r * l.cols, s_);
+    r += run;
+  }
+}
+
+std::vector<Bounded> GpuHeadEvaluator::captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b,
+                                                     std::int64_t h, const std::vector<std::int64_t>* rows,
+                                                     double scale, DType format) const {
+  if (tensors.empty()) return {};
+  bool stackable = true;
+  for (const CapturedTensor& t : tensors) stackable = stackable && gpu::widens(t.dtype) && t.dims == tensors[0].dims;
+  // A format not widened here: converted on the host.
+  if (!stackable) return HeadEvaluator::captured_each(tensors, b, h, rows, scale, format);
+  const HeadLayout l = head_layout(tensors[0].dims, b, h);
+  const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
+  for (std::int64_t r = 0; rows && r < count; ++r) {
+    if ((*rows)[static_cast<std::size_t>(r)] < 0 || (*rows)[static_cast<std::size_t>(r)] >= l.rows) {
+      throw Error("gpu reference: captured row " + std::to_string((*rows)[static_cast<std::size_t>(r)]) +
+                  " outside the head's " + std::to_string(l.rows));
+    }
+  }
+  const std::int64_t n = static_cast<std::int64_t>(tensors.size());
+  DeviceBounded stack;
+  stack.format = format;
+  stack.value = DeviceMatrix(n * count, l.cols, s_);
+  for (std::int64_t i = 0; i < n; ++i) {
+    widen_into(tensors[static_cast<std::size_t>(i)], b, h, rows, scale, stack.value.row(i * count));
+  }
+  return gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(stack)), n);
+}
+
+std::vector<Metrics> GpuHeadEvaluator::compare_each(const std::vector<CompareItem>& items,
+                                                    BoundChoice judged_by) const {
+  std::vector<DevicePtr> kernels, references;
+  for (const CompareItem& i : items) {
+    kernels.push_back(device_of(*i.kernel));
+    references.push_back(device_of(*i.reference));
+    const DeviceBounded &k = *kernels.back(), &ref = *references.back();
+    if (i.rows > std::min(k.value.rows(), ref.value.rows()) || i.cols > std::min(k.value.cols(), ref.value.cols())) {
+      throw Error("compare: the compared extent is larger than the kernel tensor or the reference");
+    }
+  }
+  const auto joins = [&](std::size_t i) {
+    const CompareItem &a = items[i - 1], &b = items[i];
+    return a.rows == b.rows && a.cols == b.cols && a.kernel_format == b.kernel_format &&
+           follows(*kernels[i - 1], *kernels[i]) && follows(*references[i - 1], *references[i]);
+  };
+  // Every run compared on the device, then one read-back of all the results.
+  std::vector<gpu::DeviceComparison> found(items.size());
+  auto* results = static_cast<gpu::DeviceComparison*>(gpu::allocate_async(items.size() * sizeof found[0], s_));
+  try {
+    for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
+      const CompareItem& head = items[first];
+      if (head.rows * head.cols == 0) continue;  // nothing compared: as found (none)
+      gpu::compare_segments(gpu::stack_view(kernels, first, count)->value, *gpu::stack_view(references, first, count),
+                            static_cast<std::int64_t>(count), head.rows, head.cols, head.kernel_format,
+                            results + first, s_);
+    }
+    std::vector<gpu::DeviceComparison> read(items.size());
+    FC_CUDA(cudaMemcpyAsync(read.data(), results, items.size() * sizeof read[0], cudaMemcpyDeviceToHost, s_));
+    FC_CUDA(cudaStreamSynchronize(s_));
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (items[i].rows * items[i].cols > 0) found[i] = read[i];
+    }
+  } catch (...) {
+    cudaFreeAsync(results, s_);
+    throw;
+  }
+  FC_CUDA(cudaFreeAsync(results, s_));
+  std::vector<Metrics> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out.push_back(metrics_of(items[i].spot, found[i], items[i].rows, items[i].cols, judged_by));
+  }
+  return out;
 }
 
 class GpuEvaluators final : public EvaluatorSource {

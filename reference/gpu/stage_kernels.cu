@@ -6,123 +6,11 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "reference/gpu/row_teams.cuh"
 #include "reference/gpu/thread_pool.h"
 
 namespace fc::gpu {
 namespace {
-
-using stage_math::RowIn;
-using stage_math::RowOut;
-
-constexpr int kThreads = 256;
-constexpr int kRowsPerBlock = kThreads / 32;
-
-// A warp cooperating on one row (stage_math.h, Team): lane c handles columns c, c + 32, ...
-struct WarpTeam {
-  int lane;
-  __device__ int rank() const { return lane; }
-  __device__ int size() const { return 32; }
-  __device__ bool leader() const { return lane == 0; }
-  __device__ double sum(double x) const {
-    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-    return x;
-  }
-  __device__ double max(double x) const {
-    // nan_max is symmetric (NaN from either side), so every lane ends with the same value.
-    for (int offset = 16; offset > 0; offset /= 2) x = stage_math::nan_max(x, __shfl_xor_sync(0xffffffffu, x, offset));
-    return x;
-  }
-};
-
-// The whole block cooperating on one row, for long rows (a warp a row leaves most of the
-// device idle when a block of rows is a few hundred): lane sums within each warp, then the
-// warps' sums in warp order, which every thread reads alike. Every thread of the block makes
-// every reduction (stage_math's row functions call them in uniform control flow).
-struct BlockTeam {
-  double* scratch;  // shared, one entry per warp
-  __device__ int rank() const { return static_cast<int>(threadIdx.x); }
-  __device__ int size() const { return static_cast<int>(blockDim.x); }
-  __device__ bool leader() const { return threadIdx.x == 0; }
-  template <class Op>
-  __device__ double reduce(double x, Op op) const {
-    for (int offset = 16; offset > 0; offset /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, offset));
-    __syncthreads();  // the previous reduction's reads of scratch are done
-    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
-    __syncthreads();
-    double r = scratch[0];
-    for (unsigned w = 1; w < blockDim.x / 32; ++w) r = op(r, scratch[w]);
-    return r;
-  }
-  __device__ double sum(double x) const {
-    return reduce(x, [](double a, double b) { return a + b; });
-  }
-  __device__ double max(double x) const {
-    return reduce(x, [](double a, double b) { return stage_math::nan_max(a, b); });
-  }
-};
-
-// Rows at least this long are reduced by a block rather than a warp.
-constexpr std::int64_t kBlockRowCols = 512;
-
-// A row's team and its row: TeamKind is WarpTeam (kRowsPerBlock rows a block) or BlockTeam
-// (a row a block); -1 past the last row.
-template <class TeamKind>
-struct RowTeam;
-template <>
-struct RowTeam<WarpTeam> {
-  static unsigned blocks(std::int64_t rows) {
-    return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  }
-  __device__ static WarpTeam team() { return WarpTeam{static_cast<int>(threadIdx.x % 32)}; }
-  __device__ static std::int64_t row(std::int64_t rows) {
-    const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-    return r < rows ? r : -1;
-  }
-};
-template <>
-struct RowTeam<BlockTeam> {
-  static unsigned blocks(std::int64_t rows) { return static_cast<unsigned>(rows); }
-  __device__ static BlockTeam team() {
-    __shared__ double scratch[kThreads / 32];
-    return BlockTeam{scratch};
-  }
-  __device__ static std::int64_t row(std::int64_t) { return blockIdx.x; }
-};
-
-// Base pointers of a bounded matrix; its row r for the shared math.
-// Null bounds: an exact tensor (stage_math.h, RowIn).
-struct BoundedIn {
-  const double *value, *bound, *tight;
-  std::int64_t cols;
-  __device__ RowIn row(std::int64_t r) const {
-    if (!bound) return {value + r * cols, {nullptr, nullptr}};
-    return {value + r * cols, {bound + r * cols, tight + r * cols}};
-  }
-};
-struct BoundedOut {
-  double *value, *bound, *tight;
-  std::int64_t cols;
-  __device__ RowOut row(std::int64_t r) const {
-    return {value + r * cols, {bound + r * cols, tight + r * cols}};
-  }
-};
-BoundedIn in(const DeviceBounded& b) { return {b.value.data(), b.bound.data(), b.tight.data(), b.value.cols()}; }
-BoundedOut out(DeviceBounded& b) { return {b.value.data(), b.bound.data(), b.tight.data(), b.value.cols()}; }
-
-unsigned element_blocks(std::int64_t n) {
-  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535 * 8));
-}
-unsigned row_blocks(std::int64_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
-
-// The row this warp handles, or -1 past the last.
-__device__ std::int64_t warp_row(std::int64_t rows) {
-  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  return r < rows ? r : -1;
-}
-
-#define FC_GRID_STRIDE(i, n) \
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
 
 __global__ void nominal_kernel(const double* x, std::int64_t n, double floor, double* out) {
   FC_GRID_STRIDE(i, n) {
@@ -145,23 +33,24 @@ __global__ void widen_kernel(const void* raw, int format, std::int64_t n, double
   }
 }
 
-// A block a column: its threads sum strided rows, then the block folds them.
-__global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int64_t count, double eta, double* floor,
-                                   double* norm) {
+// A block a (column, tile): its threads sum strided rows, then the block folds them.
+__global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int64_t count, std::int64_t stride,
+                                   double eta, double* floor, double* norm) {
   __shared__ double scratch[kThreads / 32];
   const BlockTeam team{scratch};
-  const std::int64_t c = blockIdx.x;
+  const std::int64_t c = blockIdx.x, t = blockIdx.y;
+  const double* tile = v + t * stride * cols;
   double absolute = 0, squares = 0;
   for (std::int64_t r = threadIdx.x; r < count; r += blockDim.x) {
-    const double x = v[r * cols + c];
+    const double x = tile[r * cols + c];
     absolute += fabs(x);
     squares += x * x;
   }
   absolute = team.sum(absolute);
   squares = team.sum(squares);
   if (team.leader()) {
-    floor[c] = eta * absolute;
-    norm[c] = sqrt(squares);
+    floor[t * cols + c] = eta * absolute;
+    norm[t * cols + c] = sqrt(squares);
   }
 }
 
@@ -173,22 +62,6 @@ __global__ void add_kernel(double* into, const double* x, std::int64_t n) {
   FC_GRID_STRIDE(i, n) into[i] += x[i];
 }
 
-__global__ void prefix_scan_kernel(const double* value_blocks, const double* nominal_blocks, std::int64_t blocks,
-                                   std::int64_t n, double* value, double* accumulated, double* reach) {
-  FC_GRID_STRIDE(i, n) {
-    double v = value[i], sum = fabs(v), top = sum;
-    for (std::int64_t j = 0; j < blocks; ++j) {
-      const double nominal = nominal_blocks[j * n + i];
-      top = stage_math::larger(top, fabs(v) + nominal);
-      sum += nominal;
-      v += value_blocks[j * n + i];
-    }
-    value[i] = v;
-    accumulated[i] = sum;
-    reach[i] = stage_math::larger(top, fabs(v));
-  }
-}
-
 __global__ void mask_bias_kernel(HeadMask mask, const double* rows, std::int64_t first_row, const double* dense,
                                  std::int64_t n_rows, std::int64_t keys, double* out) {
   FC_GRID_STRIDE(i, n_rows * keys) {
@@ -198,12 +71,12 @@ __global__ void mask_bias_kernel(HeadMask mask, const double* rows, std::int64_t
 }
 
 __global__ void qk_kernel(const double* t, const double* magnitude, const double* bias, std::int64_t bias_cols,
-                          std::int64_t col_begin, std::int64_t rows, std::int64_t cols, stage_math::QkTerms terms,
-                          BoundedOut o) {
+                          std::int64_t col_begin, TileStack stack, std::int64_t rows, std::int64_t cols,
+                          stage_math::QkTerms terms, BoundedOut o) {
   FC_GRID_STRIDE(i, rows * cols) {
-    const std::int64_t r = i / cols, c = i % cols;
-    stage_math::qk_element(t[i], magnitude[i], bias[r * bias_cols + col_begin + c], terms, o.value + i, o.bound + i,
-                           o.tight + i);
+    const std::int64_t r = i / cols, c = i % cols, tile = r / stack.rows_per_tile;
+    const double b = bias[(r % stack.rows_per_tile) * bias_cols + col_begin + tile * stack.key_stride + c];
+    stage_math::qk_element(t[i], magnitude[i], b, terms, o.value + i, o.bound + i, o.tight + i);
   }
 }
 
@@ -231,26 +104,6 @@ __global__ void rescale_kernel(BoundedIn acc, BoundedIn prev_max, BoundedIn new_
   if (r < 0) return;
   stage_math::rescale_row(WarpTeam{static_cast<int>(threadIdx.x % 32)}, acc.cols, acc.row(r), prev_max.row(r),
                           new_max.row(r), o.row(r), terms);
-}
-
-struct PvPointers {
-  const double *value, *accumulated, *reach, *magnitude, *worst, *tight, *squares, *operand_floor, *v_norm;
-};
-
-__global__ void pv_kernel(PvPointers x, std::int64_t rows, std::int64_t cols, stage_math::PvTerms terms, double* bound,
-                          double* tight) {
-  FC_GRID_STRIDE(i, rows * cols) {
-    const std::int64_t c = i % cols;
-    const stage_math::PvElement e{x.value[i],
-                                  x.accumulated[i],
-                                  x.reach[i],
-                                  x.magnitude[i],
-                                  {x.worst[i], x.tight[i]},
-                                  x.squares ? x.squares[i] : 0.0,
-                                  x.operand_floor[c],
-                                  x.v_norm ? x.v_norm[c] : 0.0};
-    stage_math::pv_element(e, terms, bound + i, tight + i);
-  }
 }
 
 __global__ void normalize_kernel(BoundedIn acc, BoundedIn sum, std::int64_t rows, BoundedOut o,
@@ -345,19 +198,12 @@ void add(DeviceMatrix& into, const DeviceMatrix& x, cudaStream_t stream) {
   FC_CUDA_LAUNCH();
 }
 
-void prefix_scan(const double* value_blocks, const double* nominal_blocks, std::int64_t blocks, DeviceMatrix& value,
-                 DeviceMatrix& accumulated, DeviceMatrix& reach, cudaStream_t stream) {
-  if (value.size() == 0) return;
-  prefix_scan_kernel<<<element_blocks(value.size()), kThreads, 0, stream>>>(
-      value_blocks, nominal_blocks, blocks, value.size(), value.data(), accumulated.data(), reach.data());
-  FC_CUDA_LAUNCH();
-}
-
-void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, double eta, DeviceMatrix& floor,
-                 DeviceMatrix& norm, cudaStream_t stream) {
-  if (v.cols() == 0) return;
-  column_sums_kernel<<<static_cast<unsigned>(v.cols()), kThreads, 0, stream>>>(v.row(first), v.cols(), count, eta,
-                                                                              floor.data(), norm.data());
+void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, std::int64_t tiles,
+                 std::int64_t stride, double eta, DeviceMatrix& floor, DeviceMatrix& norm, cudaStream_t stream) {
+  if (v.cols() == 0 || tiles == 0) return;
+  const dim3 grid(static_cast<unsigned>(v.cols()), static_cast<unsigned>(tiles));
+  column_sums_kernel<<<grid, kThreads, 0, stream>>>(v.row(first), v.cols(), count, stride, eta, floor.data(),
+                                                    norm.data());
   FC_CUDA_LAUNCH();
 }
 
@@ -370,10 +216,11 @@ void mask_bias(const HeadMask& mask, const DeviceMatrix* rows, std::int64_t firs
 }
 
 void qk_elements(const DeviceMatrix& t, const DeviceMatrix& magnitude, const DeviceMatrix& bias, std::int64_t col_begin,
-                 const stage_math::QkTerms& terms, DeviceBounded& o, cudaStream_t stream) {
+                 const TileStack& stack, const stage_math::QkTerms& terms, DeviceBounded& o, cudaStream_t stream) {
   if (t.size() == 0) return;
+  if (stack.rows_per_tile * stack.tiles != t.rows()) throw Error("gpu reference: a stack of scores of the wrong size");
   qk_kernel<<<element_blocks(t.size()), kThreads, 0, stream>>>(t.data(), magnitude.data(), bias.data(), bias.cols(),
-                                                               col_begin, t.rows(), t.cols(), terms, out(o));
+                                                               col_begin, stack, t.rows(), t.cols(), terms, out(o));
   FC_CUDA_LAUNCH();
 }
 
@@ -411,23 +258,6 @@ void rescale_rows(const DeviceBounded& acc, const DeviceBounded& prev_max, const
   const std::int64_t rows = acc.value.rows();
   if (rows == 0) return;
   rescale_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(in(acc), in(prev_max), in(new_max), rows, out(o), terms);
-  FC_CUDA_LAUNCH();
-}
-
-void pv_elements(const PvInputs& x, const stage_math::PvTerms& terms, DeviceBounded& o, cudaStream_t stream) {
-  const std::int64_t rows = x.value->rows(), cols = x.value->cols();
-  if (rows * cols == 0) return;
-  const PvPointers p{x.value->data(),
-                     x.accumulated->data(),
-                     x.reach->data(),
-                     x.magnitude->data(),
-                     x.propagated_worst->data(),
-                     x.propagated_tight->data(),
-                     x.squares ? x.squares->data() : nullptr,
-                     x.operand_floor->data(),
-                     x.v_norm ? x.v_norm->data() : nullptr};
-  pv_kernel<<<element_blocks(rows * cols), kThreads, 0, stream>>>(p, rows, cols, terms, o.bound.data(),
-                                                                  o.tight.data());
   FC_CUDA_LAUNCH();
 }
 

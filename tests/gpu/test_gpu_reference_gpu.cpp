@@ -103,8 +103,10 @@ void check_head(const HeadInputs& in, const HeadInputs& on_device, const Evaluat
     check_agree(fc.lse, fg.lse, *dev, at + ": full lse");
 
     const std::int64_t keys = in.k.rows();
-    // Tiles of 32 keys (a warp a row), and of 520 where the row is long enough (a block a row).
-    for (const std::int64_t width : {std::int64_t{32}, std::int64_t{520}}) {
+    // Tiles of 32 keys (a warp a row; one narrower block of P.V's 64), of 128 (two blocks),
+    // and of 520 where the row is long enough (a block a row). Two whole tiles or more are
+    // evaluated as one stack (whole_tiles), a narrower last one after them.
+    for (const std::int64_t width : {std::int64_t{32}, std::int64_t{128}, std::int64_t{520}}) {
       if (width > keys) continue;
       const BlockedReference bc = blocked_reference(*host, 0, keys, width, v.a);
       const BlockedReference bg = blocked_reference(*dev, 0, keys, width, v.a);
@@ -373,6 +375,83 @@ TEST_CASE("the GPU comparison gives compare_head's metrics and reported elements
         check_same_report(h.first_worst_case_failure, g.first_worst_case_failure);
         check_same_report(h.worst, g.worst);
       }
+    }
+  }
+}
+
+}  // namespace fc
+
+namespace fc {
+
+// The GPU evaluates a run of tiles that lie one after another (a stack, reference/gpu/
+// tile_stack.h) in one go: each tile's result must be what the single call on that tile gives.
+TEST_CASE("stage functions and comparisons over a stack of tiles give each tile's own", "[gpu][reference]") {
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  CaseSpec spec;
+  spec.shape = {1, 1, 45, 64 * 6 + 20, 64};
+  spec.mask = "causal-br";
+  spec.seed = 9;
+  const AttentionInputs in = generate_inputs(spec);
+  const HeadInputs head = head_inputs(in, 0, 0, BiasForm::mask);
+  const std::unique_ptr<HeadEvaluator> dev = gpu->for_head(head);
+  for (const Variant& v : arithmetic_variants()) {
+    INFO(v.name);
+    const BlockedReference chain = blocked_reference(*dev, 0, head.k.rows(), 64, v.a);
+    REQUIRE(chain.tiles.size() == 7);  // six whole tiles as one stack, a narrower last one
+    // Captures of the tiles' scores and p~ as a kernel would store them, stacked on the way in.
+    std::vector<CapturedTensor> scores, p_tilde;
+    std::vector<HostTensor> stored;
+    stored.reserve(12);
+    for (std::size_t t = 0; t < 6; ++t) {
+      for (const Bounded* b : {&chain.tiles[t].scores, &chain.tiles[t].softmax.p_tilde}) {
+        const MatrixR m = dev->to_host(*b).value;
+        HostTensor x(DType::f16, {1, 1, m.rows(), m.cols()});
+        for (Eigen::Index i = 0; i < m.size(); ++i) x.set(i, m.data()[i]);
+        stored.push_back(std::move(x));
+        (b == &chain.tiles[t].scores ? scores : p_tilde).push_back(CapturedTensor::on_host(stored.back()));
+      }
+    }
+    const std::vector<Bounded> s = dev->captured_each(scores, 0, 0, nullptr, 1.0, DType::f16);
+    const std::vector<Bounded> p = dev->captured_each(p_tilde, 0, 0, nullptr, 1.0, DType::f16);
+    std::vector<HeadEvaluator::OnlineSoftmaxItem> softmax_items;
+    std::vector<HeadEvaluator::RescaleItem> rescale_items;
+    std::vector<HeadEvaluator::PvItem> pv_items;
+    for (std::size_t t = 1; t < 6; ++t) {
+      const TileReference &prev = chain.tiles[t - 1], &tile = chain.tiles[t];
+      softmax_items.push_back({&s[t], &prev.softmax.max, &prev.softmax.sum});
+      rescale_items.push_back({&prev.acc, &prev.softmax.max, &tile.softmax.max});
+      pv_items.push_back({&p[t], tile.col_begin, tile.col_end, &tile.rescaled});
+    }
+    const std::vector<OnlineSoftmaxResult> softmaxes = dev->online_softmax_each(softmax_items, v.a.softmax);
+    const std::vector<Bounded> rescaled = dev->rescale_each(rescale_items, v.a.rescale);
+    const std::vector<Bounded> accs = dev->pv_each(pv_items, v.a.pv);
+    std::vector<HeadEvaluator::CompareItem> compare_items;
+    for (std::size_t i = 0; i < softmax_items.size(); ++i) {
+      const std::string at = "tile " + std::to_string(i + 1);
+      const auto& o = softmax_items[i];
+      const OnlineSoftmaxResult one = dev->online_softmax(*o.scores, *o.prev_max, *o.prev_sum, v.a.softmax);
+      check_agree(dev->to_host(one.p_tilde), softmaxes[i].p_tilde, *dev, at + " p~");
+      check_agree(dev->to_host(one.sum), softmaxes[i].sum, *dev, at + " sum");
+      const auto& r = rescale_items[i];
+      check_agree(dev->to_host(dev->rescale(*r.acc, *r.prev_max, *r.new_max, v.a.rescale)), rescaled[i], *dev,
+                  at + " rescale");
+      const auto& x = pv_items[i];
+      check_agree(dev->to_host(dev->pv(*x.p, x.key_begin, x.key_end, x.acc, v.a.pv)), accs[i], *dev, at + " pv");
+      HeadSpot spot{0, 0, x.key_begin, false};
+      compare_items.push_back({spot, &p[i + 1], &softmaxes[i].p_tilde, 45, 64, DType::f16});
+    }
+    // Stacked kernels against stacked references: one comparison of the run, one read-back.
+    const std::vector<Metrics> batched = dev->compare_each(compare_items, BoundChoice::tight);
+    for (std::size_t i = 0; i < compare_items.size(); ++i) {
+      const auto& c = compare_items[i];
+      const Metrics one = dev->compare(c.spot, *c.kernel, *c.reference, c.rows, c.cols, c.kernel_format,
+                                       BoundChoice::tight);
+      CHECK(one.elements == batched[i].elements);
+      CHECK(one.max_normalized_error == batched[i].max_normalized_error);
+      CHECK(one.max_abs_error == batched[i].max_abs_error);
+      CHECK(one.over_tight == batched[i].over_tight);
+      check_same_report(one.worst, batched[i].worst);
+      CHECK(batched[i].elements == 45 * 64);
     }
   }
 }
