@@ -1,6 +1,7 @@
 #include "reference/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -54,6 +55,27 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
   head.q = head_rows(in.q, b, h, rows);
   head.k = head_matrix(in.k, b, s.kv_head_of(h));
   head.v = head_matrix(in.v, b, s.kv_head_of(h));
+  head.scale = in.problem.scale;
+  head.softcap = in.problem.softcap;
+  set_bias(head, in, b, h, rows, form);
+  return head;
+}
+
+HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h) {
+  static std::atomic<std::uint64_t> last_id{0};
+  const Shape& s = in.problem.shape;
+  const std::int64_t kv_head = s.kv_head_of(h);
+  return {b, kv_head, ++last_id, head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)};
+}
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
+                       BiasForm form, HeadKv&& kv) {
+  if (kv.b != b || kv.kv_head != in.problem.shape.kv_head_of(h)) throw Error("head_inputs: K and V of another head");
+  HeadInputs head;
+  head.q = head_rows(in.q, b, h, rows);
+  head.k = std::move(kv.k);
+  head.v = std::move(kv.v);
+  head.kv_id = kv.id;
   head.scale = in.problem.scale;
   head.softcap = in.problem.softcap;
   set_bias(head, in, b, h, rows, form);

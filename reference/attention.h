@@ -25,6 +25,16 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 // Only the query rows `rows` (sorted) of the head: q and the bias of those rows.
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
                        BiasForm form = BiasForm::matrix);
+// The same with the head's K and V given, as head_kv made them: blocks of one head's rows
+// pass them on (moved in and out) rather than build them again, under one kv_id.
+struct HeadKv {
+  std::int64_t b = -1, kv_head = -1;
+  std::uint64_t id = 0;  // unique in the process
+  MatrixR k, v;
+};
+HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h);
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
+                       BiasForm form, HeadKv&& kv);
 
 // FP64 elements of one reference tensor of a block of query rows (rows x keys): a head whose
 // rows x keys exceed it is computed block by block (rows are independent in attention), so

@@ -88,6 +88,9 @@ struct MaskedRows {
 struct HeadInputs {
   MatrixR q, k, v, bias;
   std::shared_ptr<const MaskedRows> masked_rows;  // null: bias is the matrix
+  // Nonzero: k and v are those of every HeadInputs with this id (blocks of one head's rows),
+  // which a GPU evaluator uploads once a thread.
+  std::uint64_t kv_id = 0;
   double scale = 1;
   double softcap = 0;  // > 0: the scores are soft-capped before the bias
 

@@ -1,5 +1,7 @@
 #include "harness/trace/evaluate.h"
 
+#include <omp.h>
+
 #include <map>
 #include <string>
 #include <tuple>
@@ -240,6 +242,8 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
 
   const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
   std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
+  // The K and V of the head each thread judged last, passed from block to block of its rows.
+  std::vector<HeadKv> kv_of_thread(static_cast<std::size_t>(omp_get_max_threads()));
   parallel_for(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t item) {
     const RowBlock& block = blocks[static_cast<std::size_t>(item)];
     const std::int64_t b = block.b, h = block.h;
@@ -249,8 +253,21 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       mine.assign(traced.size() + produced.size(), HeadMetrics{});
       return;
     }
-    const HeadInputs in =
-        rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask) : head_inputs(inputs, b, h, BiasForm::mask);
+    HeadKv& kv = kv_of_thread[static_cast<std::size_t>(omp_get_thread_num())];
+    if (rows && (kv.b != b || kv.kv_head != shape.kv_head_of(h) || kv.k.size() == 0)) kv = head_kv(inputs, b, h);
+    HeadInputs in =
+        rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, std::move(kv)) : head_inputs(inputs, b, h, BiasForm::mask);
+    // After the evaluator is gone, K and V go back for the head's next block.
+    struct GiveBack {
+      HeadKv& kv;
+      HeadInputs& in;
+      bool on;
+      ~GiveBack() {
+        if (!on) return;
+        kv.k = std::move(in.k);
+        kv.v = std::move(in.v);
+      }
+    } give_back{kv, in, rows != nullptr};
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());

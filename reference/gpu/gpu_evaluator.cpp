@@ -144,7 +144,23 @@ struct ThreadContext {
   gpu::OwnPool pool;  // destroyed last, after the stream's work is done
   CudaStream stream;
   gpu::CublasHandle cublas{stream.get()};
+  // K and V of the last head evaluated here, by HeadInputs::kv_id (0: none kept): the
+  // evaluators of one head's blocks of rows upload them once.
+  std::uint64_t kv_id = 0;
+  std::shared_ptr<const DeviceMatrix> k, v;
   ~ThreadContext() { cudaStreamSynchronize(stream.get()); }
+
+  // in's K and V on the device: the ones kept when in shares their id, else uploaded (and
+  // kept, when it has one).
+  std::pair<std::shared_ptr<const DeviceMatrix>, std::shared_ptr<const DeviceMatrix>> kv_of(const HeadInputs& in) {
+    if (in.kv_id != 0 && in.kv_id == kv_id) return {k, v};
+    auto uploaded = std::make_pair(std::make_shared<const DeviceMatrix>(gpu::upload(in.k, stream.get())),
+                                   std::make_shared<const DeviceMatrix>(gpu::upload(in.v, stream.get())));
+    kv_id = in.kv_id;
+    k = in.kv_id != 0 ? uploaded.first : nullptr;
+    v = in.kv_id != 0 ? uploaded.second : nullptr;
+    return uploaded;
+  }
 };
 
 class GpuHeadEvaluator final : public HeadEvaluator {
@@ -153,9 +169,10 @@ class GpuHeadEvaluator final : public HeadEvaluator {
       : ctx_(ctx),
         s_(ctx.stream.get()),
         in_(in),
+        kv_(ctx.kv_of(in)),
         q_(gpu::upload(in.q, s_)),
-        k_(gpu::upload(in.k, s_)),
-        v_(gpu::upload(in.v, s_)),
+        k_(*kv_.first),
+        v_(*kv_.second),
         bias_(form_bias(in, s_)) {}
 
   ~GpuHeadEvaluator() override { cudaStreamSynchronize(s_); }
@@ -302,7 +319,10 @@ class GpuHeadEvaluator final : public HeadEvaluator {
   ThreadContext& ctx_;
   cudaStream_t s_;
   const HeadInputs& in_;
-  DeviceMatrix q_, k_, v_, bias_;
+  std::pair<std::shared_ptr<const DeviceMatrix>, std::shared_ptr<const DeviceMatrix>> kv_;  // k_ and v_ live here
+  DeviceMatrix q_;
+  const DeviceMatrix &k_, &v_;
+  DeviceMatrix bias_;
   mutable std::map<std::pair<const double*, double>, DeviceMatrix> nominal_;
   mutable DeviceMatrix v_squared_;
 };
@@ -578,8 +598,21 @@ std::vector<Bounded> GpuHeadEvaluator::captured_each(const std::vector<CapturedT
   DeviceBounded stack;
   stack.format = format;
   stack.value = DeviceMatrix(n * count, l.cols, s_);
-  for (std::int64_t i = 0; i < n; ++i) {
-    widen_into(tensors[static_cast<std::size_t>(i)], b, h, rows, scale, stack.value.row(i * count));
+  // Several tensors kept on the device, whole heads or a block of consecutive rows: one
+  // widening of all (its table of sources costs a synchronization).
+  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
+  bool on_device = first.has_value() && n > 1;
+  for (const CapturedTensor& t : tensors) on_device = on_device && !t.host;
+  if (on_device) {
+    std::vector<const void*> heads;
+    for (const CapturedTensor& t : tensors) {
+      heads.push_back(static_cast<const unsigned char*>(t.device) + static_cast<std::size_t>(l.offset) * dtype_size(t.dtype));
+    }
+    gpu::widen_rows_each(heads, tensors[0].dtype, *first, count, l.cols, scale, stack.value.data(), s_);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      widen_into(tensors[static_cast<std::size_t>(i)], b, h, rows, scale, stack.value.row(i * count));
+    }
   }
   return gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(stack)), n);
 }
@@ -595,27 +628,58 @@ std::vector<Metrics> GpuHeadEvaluator::compare_each(const std::vector<CompareIte
       throw Error("compare: the compared extent is larger than the kernel tensor or the reference");
     }
   }
-  const auto joins = [&](std::size_t i) {
-    const CompareItem &a = items[i - 1], &b = items[i];
-    return a.rows == b.rows && a.cols == b.cols && a.kernel_format == b.kernel_format &&
-           follows(*kernels[i - 1], *kernels[i]) && follows(*references[i - 1], *references[i]);
-  };
-  // Every run compared on the device, then one read-back of all the results.
+  // Chains of items whose kernel tensors and references each follow the previous one's in
+  // memory, whatever order the items come in (a block's outputs interleave the quantities tile
+  // by tile): each chain one segmented comparison.
+  std::vector<std::vector<std::size_t>> chains;
+  std::map<std::pair<const double*, const double*>, std::size_t> next_of;  // where a chain's next item starts
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const DeviceBounded &k = *kernels[i], &ref = *references[i];
+    const auto it = next_of.find({k.value.data(), ref.value.data()});
+    bool joined = false;
+    if (it != next_of.end()) {
+      const std::size_t last = chains[it->second].back();
+      const CompareItem &a = items[last], &b = items[i];
+      joined = a.rows == b.rows && a.cols == b.cols && a.kernel_format == b.kernel_format &&
+               follows(*kernels[last], k) && follows(*references[last], ref);
+    }
+    const std::size_t chain = joined ? it->second : chains.size();
+    if (joined) {
+      next_of.erase(it);
+      chains[chain].push_back(i);
+    } else {
+      chains.push_back({i});
+    }
+    if (k.value.size() > 0 && ref.value.size() > 0) {
+      next_of[{k.value.data() + k.value.size(), ref.value.data() + ref.value.size()}] = chain;
+    }
+  }
+  // Every chain compared on the device into its own stretch of the results, then one
+  // read-back of all of them.
   std::vector<gpu::DeviceComparison> found(items.size());
   auto* results = static_cast<gpu::DeviceComparison*>(gpu::allocate_async(items.size() * sizeof found[0], s_));
   try {
-    for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
-      const CompareItem& head = items[first];
+    std::vector<std::size_t> order;  // item of each result
+    for (const std::vector<std::size_t>& chain : chains) {
+      const CompareItem& head = items[chain[0]];
+      const std::size_t at = order.size();
+      order.insert(order.end(), chain.begin(), chain.end());
       if (head.rows * head.cols == 0) continue;  // nothing compared: as found (none)
-      gpu::compare_segments(gpu::stack_view(kernels, first, count)->value, *gpu::stack_view(references, first, count),
-                            static_cast<std::int64_t>(count), head.rows, head.cols, head.kernel_format,
-                            results + first, s_);
+      std::vector<DevicePtr> k, ref;
+      for (std::size_t i : chain) {
+        k.push_back(kernels[i]);
+        ref.push_back(references[i]);
+      }
+      gpu::compare_segments(gpu::stack_view(k, 0, chain.size())->value, *gpu::stack_view(ref, 0, chain.size()),
+                            static_cast<std::int64_t>(chain.size()), head.rows, head.cols, head.kernel_format,
+                            results + at, s_);
     }
     std::vector<gpu::DeviceComparison> read(items.size());
     FC_CUDA(cudaMemcpyAsync(read.data(), results, items.size() * sizeof read[0], cudaMemcpyDeviceToHost, s_));
     FC_CUDA(cudaStreamSynchronize(s_));
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (items[i].rows * items[i].cols > 0) found[i] = read[i];
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const CompareItem& item = items[order[j]];
+      if (item.rows * item.cols > 0) found[order[j]] = read[j];
     }
   } catch (...) {
     cudaFreeAsync(results, s_);

@@ -19,19 +19,27 @@ __global__ void nominal_kernel(const double* x, std::int64_t n, double floor, do
   }
 }
 
-// Formats as widen_kernel reads them: 0 fp16, 1 bf16, 2 fp32, 3 fp64.
-__global__ void widen_kernel(const void* raw, int format, std::int64_t n, double scale, double* out) {
-  FC_GRID_STRIDE(i, n) {
-    double x;
-    switch (format) {
-      case 0: x = __half2float(__ushort_as_half(static_cast<const unsigned short*>(raw)[i])); break;
-      case 1: x = __bfloat162float(__ushort_as_bfloat16(static_cast<const unsigned short*>(raw)[i])); break;
-      case 2: x = static_cast<const float*>(raw)[i]; break;
-      default: x = static_cast<const double*>(raw)[i];
-    }
-    out[i] = x * scale;
+// Formats as widened_at reads them: 0 fp16, 1 bf16, 2 fp32, 3 fp64.
+__device__ double widened_at(const void* raw, int format, std::int64_t i) {
+  switch (format) {
+    case 0: return __half2float(__ushort_as_half(static_cast<const unsigned short*>(raw)[i]));
+    case 1: return __bfloat162float(__ushort_as_bfloat16(static_cast<const unsigned short*>(raw)[i]));
+    case 2: return static_cast<const float*>(raw)[i];
+    default: return static_cast<const double*>(raw)[i];
   }
 }
+
+__global__ void widen_kernel(const void* raw, int format, std::int64_t n, double scale, double* out) {
+  FC_GRID_STRIDE(i, n) out[i] = widened_at(raw, format, i) * scale;
+}
+
+// Item i of the stack: `each` elements from sources[i] + offset.
+__global__ void widen_each_kernel(const void* const* sources, int format, std::int64_t offset, std::int64_t each,
+                                  std::int64_t n, double scale, double* out) {
+  FC_GRID_STRIDE(i, n) out[i] = widened_at(sources[i / each], format, offset + i % each) * scale;
+}
+
+int format_code(DType t) { return t == DType::f16 ? 0 : t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3; }
 
 // A block a (column, tile): its threads sum strided rows, then the block folds them.
 __global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int64_t count, std::int64_t stride,
@@ -169,7 +177,7 @@ bool widens(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType:
 void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream) {
   if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));
   if (n == 0) return;
-  const int format = t == DType::f16 ? 0 : t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3;
+  const int format = format_code(t);
   if (where == Memory::device) {
     widen_kernel<<<element_blocks(n), kThreads, 0, stream>>>(data, format, n, scale, out);
     FC_CUDA_LAUNCH();
@@ -183,6 +191,26 @@ void widen(const void* data, Memory where, DType t, std::int64_t n, double scale
   const cudaError_t freed = cudaFreeAsync(raw, stream);
   FC_CUDA(copied);
   FC_CUDA(launched);
+  FC_CUDA(freed);
+}
+
+void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
+                     std::int64_t cols, double scale, double* out, cudaStream_t stream) {
+  if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));
+  const std::int64_t each = count * cols, n = each * static_cast<std::int64_t>(sources.size());
+  if (n == 0) return;
+  const std::size_t bytes = sources.size() * sizeof(const void*);
+  auto* table = static_cast<const void**>(allocate_async(bytes, stream));
+  cudaError_t status = cudaMemcpyAsync(table, sources.data(), bytes, cudaMemcpyHostToDevice, stream);
+  // `sources` may go once this returns: the copy is done before.
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+  if (status == cudaSuccess) {
+    widen_each_kernel<<<element_blocks(n), kThreads, 0, stream>>>(table, format_code(t), first * cols, each, n, scale,
+                                                                 out);
+    status = cudaGetLastError();
+  }
+  const cudaError_t freed = cudaFreeAsync(table, stream);
+  FC_CUDA(status);
   FC_CUDA(freed);
 }
 

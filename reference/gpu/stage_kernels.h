@@ -19,6 +19,11 @@ enum class Memory { host, device };
 // the device; from the host they are copied as stored (2, 4 or 8 bytes an element) first.
 void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream);
 
+// out = scale x rows [first, first + count) of each of the device tensors at `sources` (each
+// rows of `cols` elements in format t), widened, one after another: a stack of them.
+void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
+                     std::int64_t cols, double scale, double* out, cudaStream_t stream);
+
 // Per tile t of `tiles` and column c, over rows [first + t stride, + count) of v: floor(t, c) =
 // eta sum |v|, norm(t, c) = sqrt(sum v^2) (floor and norm tiles x v's cols).
 void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, std::int64_t tiles,
