@@ -296,6 +296,10 @@ TEST_CASE("the reference row values follow the conventions for masked keys and r
   CHECK(s.lse[1] == -kInf);
   CHECK(std::isnan(s.max[2]));
   CHECK(std::isnan(s.lse[2]));
+  in.softcap = 0.5;  // scores capped before the mask, as the reference does: 0.5 tanh(1 / 0.5)
+  const RowStats capped = reference_row_stats(in);
+  CHECK(capped.max[0] == Approx(0.5 * std::tanh(2.0)));
+  CHECK(capped.max[1] == -kInf);
 }
 
 TEST_CASE("a row plot draws both series and ticks the rows where the kernel is not finite", "[html]") {

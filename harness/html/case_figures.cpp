@@ -228,7 +228,7 @@ std::vector<HtmlRowPlots> row_plots(const AttentionInputs& inputs, const TraceRu
   std::vector<HtmlRowPlots> plots(static_cast<std::size_t>(shape.batch * shape.heads));
   parallel_for(shape.batch * shape.heads, [&](std::int64_t bh) {
     const std::int64_t b = bh / shape.heads, h = bh % shape.heads;
-    const RowStats ref = reference_row_stats(head_inputs(inputs, b, h));
+    const RowStats ref = reference_row_stats(head_inputs(inputs, b, h, BiasForm::mask));
     const RowStats kernel = kernel_row_stats(source, run, result.outputs, b, h);
     HtmlRowPlots& p = plots[static_cast<std::size_t>(bh)];
     p.b = b;

@@ -41,19 +41,25 @@ bool usable(const TraceRun& run, const OutputResult& r, std::size_t i) {
 }  // namespace
 
 RowStats reference_row_stats(const HeadInputs& in) {
-  const MatrixR scores = (in.q * in.k.transpose()) * in.scale + in.bias;
+  // Row by row: a whole head's scores are S x S doubles.
   RowStats s;
-  const auto rows = static_cast<std::size_t>(scores.rows());
+  const auto rows = static_cast<std::size_t>(in.q.rows());
   s.max.resize(rows);
   s.sum.resize(rows);
   s.lse.resize(rows);
-  for (Eigen::Index i = 0; i < scores.rows(); ++i) {
-    const double m = nan_max(scores.row(i).data(), scores.cols());
+  Eigen::RowVectorXd scores(in.k.rows());
+  for (Eigen::Index i = 0; i < in.q.rows(); ++i) {
+    scores.noalias() = in.scale * (in.q.row(i) * in.k.transpose());
+    for (Eigen::Index j = 0; j < scores.size(); ++j) {
+      if (in.softcap > 0) scores(j) = in.softcap * std::tanh(scores(j) / in.softcap);
+      scores(j) += in.bias_at(i, j);
+    }
+    const double m = nan_max(scores.data(), scores.size());
     double l = 0;
     if (std::isnan(m)) {
       l = m;
     } else if (m != -kInf) {
-      for (Eigen::Index j = 0; j < scores.cols(); ++j) l += std::exp(scores(i, j) - m);
+      for (Eigen::Index j = 0; j < scores.size(); ++j) l += std::exp(scores(j) - m);
     }
     const auto r = static_cast<std::size_t>(i);
     s.max[r] = m;

@@ -1,6 +1,7 @@
 #include "harness/trace/session.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 
 #include "core/check.h"
@@ -33,7 +34,14 @@ std::size_t device_headroom(std::size_t workspace_bytes) {
 std::string run_once(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                      Workspace& workspace, CaptureTap& tap, bool trace_build, std::vector<DescriptorReport>* descriptors,
                      cudaStream_t stream, bool gpu, bool keep_on_device = false) {
-  impl.prepare(inputs.problem, workspace, trace_build);
+  if (gpu && trace_build) {
+    if (std::optional<std::string> why = trace_does_not_fit(impl, inputs.problem)) return *why;
+  }
+  try {
+    impl.prepare(inputs.problem, workspace, trace_build);
+  } catch (const Error& e) {
+    return std::string("preparing its buffers: ") + e.what();
+  }
   if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()));
   // A kernel that never finishes ends the process with one line (core/watchdog.h).
   const Watchdog watchdog(impl.name() + (trace_build ? ": the trace build's run" : ": the production build's run"));
@@ -56,6 +64,21 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
 }
 
 }  // namespace
+
+std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem) {
+  const std::size_t needed = impl.trace_bytes(problem);
+  if (needed == 0) return std::nullopt;
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  if (needed <= free) return std::nullopt;
+  const auto gib = [](std::size_t bytes) { return static_cast<double>(bytes) / (1ull << 30); };
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "its trace build's buffers need %.1f GiB at %s (every tile of every query row, whatever --rows "
+                "judges); the device has %.1f GiB free",
+                gib(needed), problem.shape.to_string().c_str(), gib(free));
+  return std::string(text);
+}
 
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                     bool copy_to_host, bool keep_on_device) {

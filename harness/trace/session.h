@@ -1,6 +1,7 @@
 #pragma once
 // One traced run of one implementation on one case: prepare its buffers, poison them, run
 // it with the capturing tap, read the flags back.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct TraceRun {
   std::string error;                      // non-empty when the run itself failed
   ProductionRun production;               // empty when not run
 };
+
+// Why the implementation's trace build cannot run on this device, when its buffers need more
+// memory than the device has free (a GPU implementation; nullopt when they fit).
+std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem);
 
 // keep_on_device: the copies of device tensors stay on the device where it has room (for a
 // reference on the GPU; Captured::resident).

@@ -448,10 +448,7 @@ std::vector<OnlineSoftmaxResult> GpuHeadEvaluator::online_softmax_each(const std
     l.push_back(device_of(*i.prev_sum));
   }
   std::vector<OnlineSoftmaxResult> out;
-  const auto joins = [&](std::size_t i) {
-    return follows(*s[i - 1], *s[i]) && follows(*m[i - 1], *m[i]) && follows(*l[i - 1], *l[i]);
-  };
-  for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
+  for (const auto& [first, count] : gpu::runs_following({&s, &m, &l})) {
     const DevicePtr scores = gpu::stack_view(s, first, count);
     const std::int64_t rows = scores->value.rows(), n = static_cast<std::int64_t>(count);
     DeviceBounded p = gpu::allocate_bounded(rows, scores->value.cols(), a.out, s_);
@@ -482,10 +479,7 @@ std::vector<Bounded> GpuHeadEvaluator::rescale_each(const std::vector<RescaleIte
     mn.push_back(device_of(*i.new_max));
   }
   std::vector<Bounded> out;
-  const auto joins = [&](std::size_t i) {
-    return follows(*x[i - 1], *x[i]) && follows(*mp[i - 1], *mp[i]) && follows(*mn[i - 1], *mn[i]);
-  };
-  for (const auto& [first, count] : gpu::runs_of(items.size(), joins)) {
+  for (const auto& [first, count] : gpu::runs_following({&x, &mp, &mn})) {
     const DevicePtr acc = gpu::stack_view(x, first, count);
     DeviceBounded r = gpu::allocate_bounded(acc->value.rows(), acc->value.cols(), a.out, s_);
     gpu::rescale_rows(*acc, *gpu::stack_view(mp, first, count), *gpu::stack_view(mn, first, count), r,

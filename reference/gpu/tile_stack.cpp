@@ -65,4 +65,15 @@ DevicePtr stack_view(const std::vector<DevicePtr>& items, std::size_t first, std
   return stack;
 }
 
+std::vector<std::pair<std::size_t, std::size_t>> runs_following(
+    std::initializer_list<const std::vector<DevicePtr>*> inputs) {
+  const std::size_t n = inputs.size() > 0 ? (*inputs.begin())->size() : 0;
+  return runs_of(n, [&](std::size_t i) {
+    for (const std::vector<DevicePtr>* v : inputs) {
+      if (!follows(*(*v)[i - 1], *(*v)[i])) return false;
+    }
+    return true;
+  });
+}
+
 }  // namespace fc::gpu

@@ -5,6 +5,7 @@
 // callers as a bounded tensor whose matrices view the stack, and a run of such tiles, or of
 // the captures stacked alike, is one stack again without a copy.
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -45,5 +46,10 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_of(std::size_t n, Joins jo
   }
   return runs;
 }
+
+// Runs of items (each input vector holds one tensor an item) in which every input of an
+// item follows the same input of the item before.
+std::vector<std::pair<std::size_t, std::size_t>> runs_following(
+    std::initializer_list<const std::vector<DevicePtr>*> inputs);
 
 }  // namespace fc::gpu

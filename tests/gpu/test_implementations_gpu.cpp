@@ -128,3 +128,21 @@ TEST_CASE("every feature traces clean on every GPU implementation that claims it
 }
 
 }  // namespace fc
+
+namespace fc {
+
+TEST_CASE("a trace build whose buffers exceed the device's free memory is an error naming their size", "[gpu][wmma]") {
+  std::unique_ptr<Implementation> impl = make_implementation("wmma-fused");
+  REQUIRE(impl);
+  CaseSpec spec;
+  spec.shape = {1, 8, 65536, 65536, 64};  // every tile of every row: about 390 GiB
+  spec.seed = 1;
+  REQUIRE_FALSE(impl->unsupported(make_problem(spec)));
+  const CaseResult r = judge_on_gpu(*impl, spec);
+  INFO(outcome(r));
+  CHECK(r.verdict == Verdict::error);
+  CHECK(r.reason.find("trace build's buffers need") != std::string::npos);
+  CHECK(r.reason.find("GiB free") != std::string::npos);
+}
+
+}  // namespace fc

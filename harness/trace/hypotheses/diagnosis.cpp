@@ -53,7 +53,9 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
   d.stage_local = stage_local;
   d.col_offset = r.col_offset;
   d.sample = rows;
-  d.head = head_inputs(inputs, d.b, d.h);
+  // The mask, read where a bias is needed: a whole head's bias matrix is S x S doubles (34 GB
+  // at 64k keys).
+  d.head = head_inputs(inputs, d.b, d.h, BiasForm::mask);
   const HostTensor& kernel = run.captured[index].tensor;
   if (kernel.empty() || index >= references.size() || references[index].end_to_end.empty()) return d;
   const OutputReferences& refs = references[index];
@@ -95,7 +97,9 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
 Eigen::RowVectorXd Diagnosis::row_scores(Eigen::Index row, std::int64_t keys, bool masked) const {
   Eigen::RowVectorXd s = head.scale * (head.q.row(row) * head.k.topRows(keys).transpose());
   if (head.softcap > 0) s = (head.softcap * (s.array() / head.softcap).tanh()).matrix();
-  if (masked) s += head.bias.row(row).head(keys);
+  if (masked) {
+    for (std::int64_t j = 0; j < keys; ++j) s(j) += head.bias_at(row, j);
+  }
   return s;
 }
 

@@ -34,10 +34,11 @@ Row row_of(const Diagnosis& d, std::int64_t i, std::int64_t keys) {
   double m = -kInf;
   std::vector<double> s(static_cast<std::size_t>(keys), -kInf);
   for (std::int64_t j = 0; j < keys; ++j) {
-    if (d.head.bias(i, j) == -kInf) continue;
+    const double bias = d.head.bias_at(i, j);
+    if (bias == -kInf) continue;
     double t = d.head.scale * d.head.q.row(i).dot(d.head.k.row(j));
     if (d.head.softcap > 0) t = d.head.softcap * std::tanh(t / d.head.softcap);
-    s[static_cast<std::size_t>(j)] = t + d.head.bias(i, j);
+    s[static_cast<std::size_t>(j)] = t + bias;
     m = std::max(m, s[static_cast<std::size_t>(j)]);
   }
   r.o = MatrixR::Zero(1, d.head.v.cols());

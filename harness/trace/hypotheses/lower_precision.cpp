@@ -73,7 +73,7 @@ class RowEmulator {
         out[static_cast<std::size_t>(c)] = round_to(e.format, ref) - ref;
       } else if (d_.result.kind == StageKind::qk) {
         const std::int64_t key = d_.col_offset + c;
-        if (key >= d_.head.k.rows() || !std::isfinite(d_.head.bias(r, key))) continue;
+        if (key >= d_.head.k.rows() || !std::isfinite(d_.head.bias_at(r, key))) continue;
         const auto q = d_.head.q.row(r), k = d_.head.k.row(key);
         out[static_cast<std::size_t>(c)] = d_.head.scale * (dot(q, k, e.format) - dot(q, k, std::nullopt));
       } else {

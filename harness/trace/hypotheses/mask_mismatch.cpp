@@ -21,7 +21,7 @@ bool kernel_masked(const Diagnosis& d, double k) {
   return d.result.quantity == Quantity::scores ? k == -kInf : k == 0.0;
 }
 
-bool mask_allows(const Diagnosis& d, const BadElement& e) { return d.head.bias(e.row, e.col) != -kInf; }
+bool mask_allows(const Diagnosis& d, const BadElement& e) { return d.head.bias_at(e.row, e.col) != -kInf; }
 
 // Where the elements lie: one diagonal (key - row - diagonal constant), a block, or spread.
 std::string pattern_of(const Diagnosis& d, const std::vector<const BadElement*>& elements) {
@@ -128,7 +128,7 @@ Explanation masked_row_output(const Diagnosis& d) {
     std::set<std::int64_t> rows;
     for (const BadElement& e : d.bad) {
       bool masked_row = true;
-      for (std::int64_t j = 0; j < keys && masked_row; ++j) masked_row = d.head.bias(e.row, j) == -kInf;
+      for (std::int64_t j = 0; j < keys && masked_row; ++j) masked_row = d.head.bias_at(e.row, j) == -kInf;
       if (!masked_row || e.reference != 0.0) continue;
       auto it = predicted.find(e.row);
       if (it == predicted.end()) it = predicted.emplace(e.row, candidate.row(d, e.row, keys)).first;

@@ -85,7 +85,7 @@ class Search {
   std::vector<Candidate> candidates(const BadElement& e) {
     std::vector<Candidate> out;
     const std::int64_t dim = d_.head.q.cols();
-    const double bias = d_.head.bias(e.row, e.col);
+    const double bias = d_.head.bias_at(e.row, e.col);
     if (bias == -kInf || !std::isfinite(e.kernel)) return out;
     const std::int64_t k_head = d_.inputs.problem.shape.kv_head_of(d_.h);
     for (const Operand* o : {&q_, &k_}) {
@@ -113,7 +113,7 @@ class Search {
     const std::int64_t dim = d_.head.q.cols();
     std::size_t n = 0;
     for (const BadElement& e : d_.bad) {
-      const double bias = d_.head.bias(e.row, e.col);
+      const double bias = d_.head.bias_at(e.row, e.col);
       if (bias == -kInf) continue;
       const double* r = row(o, c.head, position(o, d_.b, c.is_q ? e.row : e.col) + c.shift);
       if (!r) continue;
