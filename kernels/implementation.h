@@ -65,6 +65,11 @@ class Implementation {
   const std::string& injected() const { return fault_; }
   // Bytes of the extra buffers a traced run allocates (the trace build of a fused kernel).
   virtual std::size_t trace_bytes(const Problem&) const { return 0; }
+  // Whether its trace build can run in a window of query rows (stages/stage.h, RowWindow):
+  // set_trace_window then applies to the next prepare and runs of the trace build, whose
+  // captures hold the window's rows alone; a production build is never windowed.
+  virtual bool traces_in_windows() const { return false; }
+  virtual void set_trace_window(const RowWindow&) {}
 
  protected:
   bool faulty(const char* fault) const { return fault_ == fault; }

@@ -1,5 +1,7 @@
 #include "reference/compare.h"
 
+#include <tuple>
+
 #include <cmath>
 #include <limits>
 
@@ -85,6 +87,30 @@ Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded&
     }
   }
   return m;
+}
+
+bool comes_before(const Index4& a, const Index4& b) {
+  return std::tie(a.b, a.h, a.row, a.col) < std::tie(b.b, b.h, b.row, b.col);
+}
+
+void merge_any_order(Metrics& into, const Metrics& other) {
+  const auto earlier = [](const std::optional<ElementReport>& a, const std::optional<ElementReport>& b) {
+    if (!a) return b;
+    if (!b) return a;
+    return comes_before(b->index, a->index) ? b : a;
+  };
+  const std::optional<ElementReport> first = earlier(into.first_failure, other.first_failure);
+  const std::optional<ElementReport> first_worst = earlier(into.first_worst_case_failure, other.first_worst_case_failure);
+  const bool other_worse = other.worst && (!into.worst || other.max_tight_error > into.max_tight_error ||
+                                           (other.max_tight_error == into.max_tight_error &&
+                                            comes_before(other.worst->index, into.worst->index)));
+  const std::optional<ElementReport> worst = other_worse ? other.worst : into.worst;
+  const double worst_error = other_worse ? other.max_tight_error : into.max_tight_error;
+  merge_after(into, other);
+  into.first_failure = first;
+  into.first_worst_case_failure = first_worst;
+  into.worst = worst;
+  into.max_tight_error = worst_error;
 }
 
 void merge_after(Metrics& into, const Metrics& next) {

@@ -148,4 +148,9 @@ Extent existing_extent(const Problem& problem, const Algorithm& algorithm, const
   return e;
 }
 
+Dims windowed_dims(Dims dims, const RowWindow& window) {
+  if (!window.whole() && dims.size() >= 3) dims[2] = window.rows;
+  return dims;
+}
+
 }  // namespace fc

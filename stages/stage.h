@@ -88,6 +88,18 @@ inline KeyRange stage_columns(const Shape& shape, const Algorithm& algorithm, co
 }
 Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output);
 
+// A window of query rows: rows [first, first + rows) of every head (rows < 0: every row). A
+// trace run in a window captures only those rows: each output's [B, H, R(, C)] holds them
+// as R (windowed_dims). Long contexts are judged window by window when a whole trace does
+// not fit the device.
+struct RowWindow {
+  std::int64_t first = 0, rows = -1;
+  bool whole() const { return rows < 0; }
+  bool holds(std::int64_t row) const { return whole() || (row >= first && row < first + rows); }
+};
+// dims [B, H, R(, C)] as a run in `window` captures them.
+Dims windowed_dims(Dims dims, const RowWindow& window);
+
 // Tiles of the key range [begin, end).
 std::int64_t tile_count(std::int64_t begin, std::int64_t end, std::int64_t tile_width);
 

@@ -123,3 +123,40 @@ TEST_CASE("blocks of rows may come in any order, and a reset tap takes a run's b
 }
 
 }  // namespace fc
+
+namespace fc {
+
+// A trace run in a window of query rows (stages/stage.h, RowWindow) captures those rows of
+// every head: its flags name elements of the whole output, and its head reads back in place.
+TEST_CASE("a capture of a window of rows holds them alone and names elements of the whole output", "[trace][capture]") {
+  const OneStage s = one_output_stage({2, 3, 5, 7, 4});
+  const RowWindow window{2, 2};  // rows 2 and 3 of each head's 5
+  Workspace ws(false);
+  Buffer& out = ws.allocate("output", DType::f32, 2 * 3 * 2 * 4);
+  for (int i = 0; i < 2 * 3 * 2 * 4; ++i) out.as<float>()[i] = static_cast<float>(i);
+  out.as<float>()[(1 * 2 + 1) * 4 + 2] = std::nanf("");  // b 0, h 1, window row 1 (row 3), col 2
+  CaptureTap tap(s.graph, s.problem, true, nullptr);
+  tap.set_window(window);
+  CHECK(windowed_dims({2, 3, 5, 4}, window) == Dims{2, 3, 2, 4});
+  tap.capture(0, 0, out.view({2, 3, 2, 4}));
+  tap.finish();
+  const Captured& c = tap.results()[0];
+  REQUIRE(c.problem.empty());
+  CHECK(c.flags.nan == 1);
+  CHECK(c.flags.first_nan == static_cast<unsigned long long>((1 * 5 + 3) * 4 + 2));
+  CHECK(held_row(c, 3) == 1);
+  CHECK(held_row(c, 4) == -1);
+  const MatrixR head = captured_head(c, 1, 2, 5);  // b 1, h 2
+  REQUIRE(head.rows() == 5);
+  CHECK(std::isnan(head(0, 0)));
+  CHECK(head(2, 0) == static_cast<double>(((1 * 3 + 2) * 2 + 0) * 4));
+  CHECK(head(3, 3) == static_cast<double>(((1 * 3 + 2) * 2 + 1) * 4 + 3));
+  // A capture of the whole output where a window was declared is a problem with the capture.
+  CaptureTap wrong(s.graph, s.problem, true, nullptr);
+  wrong.set_window(window);
+  Buffer& whole = ws.allocate("whole", DType::f32, 2 * 3 * 5 * 4);
+  wrong.capture(0, 0, whole.view({2, 3, 5, 4}));
+  CHECK_FALSE(wrong.results()[0].problem.empty());
+}
+
+}  // namespace fc

@@ -140,4 +140,30 @@ TEST_CASE("merging heads keeps the first failure in order and the worst overall"
   CHECK(total.worst->index == Index4{0, 1, 0, 0});
   CHECK(total.max_normalized_error == Approx(9));
 }
+
+TEST_CASE("merging in any order keeps the failure first in (b, h, row, col) order and the worst", "[compare]") {
+  // Windows of rows, each over every head: the second window's head 0 comes before the first
+  // window's head 1.
+  MatrixR ref = MatrixR::Zero(1, 2), bad = ref;
+  bad(0, 1) = 0.2;
+  HeadSpot h1_row0{0, 1, 0, false};
+  const std::vector<std::int64_t> row9{9};
+  HeadSpot h0_row9{0, 0, 0, false};
+  h0_row9.rows = &row9;
+  const Metrics first_window = compare_head(h1_row0, bad, reference_of(ref, 0.1), DType::f32);
+  MatrixR worse = ref;
+  worse(0, 0) = 0.2;  // as bad as the other: the earlier element is the worst of equals
+  const Metrics second_window = compare_head(h0_row9, worse, reference_of(ref, 0.1), DType::f32);
+  for (const bool swapped : {false, true}) {
+    Metrics total = swapped ? second_window : first_window;
+    merge_any_order(total, swapped ? first_window : second_window);
+    CHECK(total.elements == 4);
+    CHECK(total.over_tight == 2);
+    CHECK(total.first_failure->index == Index4{0, 0, 9, 0});
+    CHECK(total.worst->index == Index4{0, 0, 9, 0});
+  }
+  Metrics in_order = first_window;  // merge_after keeps the one it holds: wrong for windows
+  merge_after(in_order, second_window);
+  CHECK(in_order.first_failure->index == Index4{0, 1, 0, 1});
+}
 }  // namespace fc

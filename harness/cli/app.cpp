@@ -164,6 +164,11 @@ int run_cli(int argc, char** argv) {
          "a flat offset crosses 2^16/2^31/2^32, the rest spread evenly) or a list r1,r2,...; flags cover every "
          "element")
       ->group("Judging");
+  app.add_option("--window-rows", trace.judge.window_rows,
+                 "run a fused kernel's trace build in windows of N query rows, each judged and dropped before the "
+                 "next (default: only when its whole trace does not fit the device; not with --snapshot or --html)")
+      ->check(CLI::Range(1, 1 << 30))
+      ->group("Judging");
   add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
                  "write an HDF5 snapshot for `replay`: FILE holds one case, the first that diverged (else the "

@@ -56,10 +56,12 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
     if (r.quantity != Quantity::scores || r.split != failing.split || r.tile != failing.tile) continue;
-    const HostTensor& t = run.captured[i].tensor;
-    if (t.empty() || at.col < r.col_offset) return std::nullopt;
+    const Captured& c = run.captured[i];
+    const HostTensor& t = c.tensor;
+    const std::int64_t row = held_row(c, at.row);
+    if (t.empty() || at.col < r.col_offset || row < 0) return std::nullopt;
     const std::int64_t col = at.col - r.col_offset;
-    return t.get(((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) * r.dims[3] + col) * r.value_scale;
+    return t.get(((at.b * r.dims[1] + at.h) * t.dims()[2] + row) * r.dims[3] + col) * r.value_scale;
   }
   return std::nullopt;
 }
@@ -94,8 +96,9 @@ bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& o
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
     const HostTensor& t = run.captured[i].tensor;
-    if (r.quantity != Quantity::partial_lse || t.empty()) continue;
-    if (t.get((at.b * r.dims[1] + at.h) * r.dims[2] + at.row) == -kInf) return true;
+    const std::int64_t row = held_row(run.captured[i], at.row);
+    if (r.quantity != Quantity::partial_lse || t.empty() || row < 0) continue;
+    if (t.get((at.b * r.dims[1] + at.h) * t.dims()[2] + row) == -kInf) return true;
   }
   return false;
 }
@@ -104,7 +107,9 @@ bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& o
 bool holds_own_poison(const TraceRun& run, std::size_t i, const OutputResult& r, const Index4& at) {
   const HostTensor& t = run.captured[i].tensor;
   if (t.empty() || at.b < 0 || (r.dims.size() != 3 && r.dims.size() != 4)) return false;
-  std::int64_t flat = (at.b * r.dims[1] + at.h) * r.dims[2] + at.row;
+  const std::int64_t row = held_row(run.captured[i], at.row);
+  if (row < 0) return false;
+  std::int64_t flat = (at.b * r.dims[1] + at.h) * t.dims()[2] + row;
   if (r.dims.size() == 4) flat = flat * r.dims[3] + (at.col - r.col_offset);
   if (flat < 0 || flat >= t.numel()) return false;
   const std::uint32_t bits = dtype_size(t.dtype()) == 4 ? t.data_as<std::uint32_t>()[flat]

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "core/check.h"
 #include "core/error.h"
@@ -103,7 +104,29 @@ std::size_t CaptureTap::slot(std::size_t stage, std::size_t output) const {
 
 Dims CaptureTap::declared_dims(std::size_t stage, std::size_t output) const {
   const Stage& st = graph_.stages[stage];
-  return output_dims(problem_.shape, graph_.algorithm, st, st.outputs[output]);
+  return windowed_dims(output_dims(problem_.shape, graph_.algorithm, st, st.outputs[output]), window_);
+}
+
+unsigned long long unwindowed_index(unsigned long long index, const Dims& held, std::int64_t q_len,
+                                    const RowWindow& window) {
+  if (index == kNoIndex || window.whole() || held.size() < 3) return index;
+  const auto cols = static_cast<unsigned long long>(held.size() == 4 ? held[3] : 1);
+  const auto rows = static_cast<unsigned long long>(held[2]);
+  const unsigned long long c = index % cols, r = (index / cols) % rows, bh = index / cols / rows;
+  return (bh * static_cast<unsigned long long>(q_len) + static_cast<unsigned long long>(window.first) + r) * cols + c;
+}
+
+std::int64_t held_row(const Captured& c, std::int64_t row) {
+  if (c.window.whole()) return row;
+  return c.window.holds(row) ? row - c.window.first : -1;
+}
+
+MatrixR captured_head(const Captured& c, std::int64_t b, std::int64_t h, std::int64_t q_len) {
+  const MatrixR held = head_matrix(c.tensor, b, h);
+  if (c.window.whole()) return held;
+  MatrixR m = MatrixR::Constant(q_len, held.cols(), std::numeric_limits<double>::quiet_NaN());
+  m.middleRows(c.window.first, held.rows()) = held;
+  return m;
 }
 
 FlagCounts* CaptureTap::device_slot(std::size_t index) {
@@ -187,7 +210,8 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   if (results_only_ && !is_result(declared.quantity)) return;
   c.present = true;
   c.view = view;
-  const Dims want = output_dims(problem_.shape, graph_.algorithm, st, declared);
+  c.window = window_;
+  const Dims want = declared_dims(stage, output);
   if (view.dims != want || view.dtype != declared.dtype) {
     c.problem = "captured " + std::string(dtype_name(view.dtype)) + " " + dims_string(view.dims) + ", declared " +
                 dtype_name(declared.dtype) + " " + dims_string(want);
@@ -246,6 +270,7 @@ void CaptureTap::reset() {
     c.tensor = HostTensor();
     c.resident.reset();
     c.problem.clear();
+    c.window = RowWindow{};
   }
   fused_rows_.assign(captured_.size(), {});
   blocks_.assign(captured_.size(), {});
@@ -271,6 +296,10 @@ void CaptureTap::finish() {
     if (!c.present || !c.problem.empty()) continue;
     if (!in_blocks_[i]) {
       if (!c.flags_of_extent) make_indices_logical(c);
+      FlagCounts& f = c.flags;
+      for (unsigned long long* first : {&f.first_nan, &f.first_inf, &f.first_unwritten}) {
+        *first = unwindowed_index(*first, c.view.dims, problem_.shape.q_len, c.window);
+      }
       continue;
     }
     // Blocks (no two overlap): first indices are logical already (dense rows at their base).

@@ -13,6 +13,7 @@
 #include "stages/flags.h"
 #include "stages/stage.h"
 #include "stages/tap.h"
+#include "reference/matrix.h"
 
 namespace fc {
 
@@ -27,6 +28,9 @@ struct Captured {
   // has room (CaptureTap::keep_on_device): nothing crosses to the host unless asked for.
   std::shared_ptr<const DeviceMemory> resident;
   std::string problem;    // why the capture could not be used (dims or dtype not as declared)
+  // The query rows it holds (a trace run in a window): its R is the window's rows, and its
+  // flags' first indices are already those of the whole [B,H,Sq(,C)].
+  RowWindow window;
 
   bool copied() const { return !tensor.empty() || resident; }
 };
@@ -56,6 +60,8 @@ class CaptureTap final : public Tap {
   // Copies of device tensors stay on the device (Captured::resident) while it keeps
   // `headroom` bytes free beside them; the rest (host tensors, row blocks, varlen) go to the host.
   void keep_on_device(std::size_t headroom) { device_headroom_ = headroom; }
+  // The run captures `window`'s rows of every output (stages/stage.h, RowWindow).
+  void set_window(const RowWindow& window) { window_ = window; }
   void finish();
   // Ready for another run of the same graph (benchmarks reuse one tap).
   void reset();
@@ -77,6 +83,7 @@ class CaptureTap final : public Tap {
   bool results_only_;
   bool fuse_flags_;
   std::optional<std::size_t> device_headroom_;
+  RowWindow window_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;
   struct RowBlock {
@@ -87,6 +94,16 @@ class CaptureTap final : public Tap {
   std::vector<char> in_blocks_;                     // per slot: captured in blocks (capture_rows)
   DeviceMemory device_flags_;            // FlagCounts per slot, allocated on first device capture
 };
+
+// A logical index into a windowed capture's [B,H,R(,C)] as the index of the same element in
+// the whole [B,H,q_len(,C)].
+unsigned long long unwindowed_index(unsigned long long index, const Dims& held, std::int64_t q_len,
+                                    const RowWindow& window);
+// Head (b, h) of a capture as a [q_len, C] matrix (as stored, without the stage's value
+// scale): a windowed one's rows in their place, NaN elsewhere.
+MatrixR captured_head(const Captured& c, std::int64_t b, std::int64_t h, std::int64_t q_len);
+// The row of head (b, h)'s `row` in the capture's storage of [B,H,R(,C)] (-1: not held).
+std::int64_t held_row(const Captured& c, std::int64_t row);
 
 // Host copy of a view in logical row-major order (from host or device memory).
 HostTensor copy_to_host(const TensorView& view, cudaStream_t stream);

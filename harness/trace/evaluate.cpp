@@ -65,6 +65,21 @@ void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<s
   set_head_rows(t, b, h, *rows, m.topRows(static_cast<Eigen::Index>(rows->size())));
 }
 
+// `rows` (the head's query rows, or null: every row) as rows of capture c's storage: a
+// capture of a window of rows holds them from the window's first.
+const std::vector<std::int64_t>* held_rows(const Captured& c, const std::vector<std::int64_t>* rows,
+                                           std::vector<std::int64_t>& storage) {
+  if (c.window.whole()) return rows;
+  if (!rows) throw Error("a capture of a window of query rows judged for every row");
+  storage.clear();
+  for (std::int64_t r : *rows) {
+    const std::int64_t at = held_row(c, r);
+    if (at < 0) throw Error("query row " + std::to_string(r) + " judged outside the captured window");
+    storage.push_back(at);
+  }
+  return &storage;
+}
+
 MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Extent& e) {
   if (e.rows == kernel.rows() && e.cols == kernel.cols()) return kernel;
   MatrixR m = reference;
@@ -139,6 +154,8 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     std::vector<CapturedTensor> tensors;
     double scale;
     DType format;
+    std::vector<std::int64_t> held;  // the rows in a windowed capture's storage
+    bool windowed = false;
   };
   std::map<std::tuple<Quantity, int, Dims, DType, double>, Group> groups;
   for (const Captured& c : run.captured) {
@@ -157,20 +174,24 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
       g.tensors.push_back(copy);
       g.scale = out.value_scale;
       g.format = out.dtype;
+      g.windowed = !c.window.whole();
+      held_rows(c, rows, g.held);  // a run's captures share its window
       continue;
     }
-    MatrixR values = captured_on_host(copy, b, h, rows, out.value_scale, out.dtype).value;
+    std::vector<std::int64_t> storage;
+    MatrixR values = captured_on_host(copy, b, h, held_rows(c, rows, storage), out.value_scale, out.dtype).value;
     const Bounded& reference = e2e.at(key);
     values = within_extent(values, ev ? ev->to_host(reference).value : reference.value, extent);
     const Bounded exact = Bounded::exact(std::move(values), out.dtype);
     kernel[key] = ev ? ev->resident(exact) : exact;
   }
   for (auto& [what, g] : groups) {
+    const std::vector<std::int64_t>* at = g.windowed ? &g.held : rows;
     std::vector<Bounded> values;
     if (ev) {
-      values = ev->captured_each(g.tensors, b, h, rows, g.scale, g.format);
+      values = ev->captured_each(g.tensors, b, h, at, g.scale, g.format);
     } else {
-      for (const CapturedTensor& t : g.tensors) values.push_back(captured_on_host(t, b, h, rows, g.scale, g.format));
+      for (const CapturedTensor& t : g.tensors) values.push_back(captured_on_host(t, b, h, at, g.scale, g.format));
     }
     for (std::size_t i = 0; i < g.keys.size(); ++i) kernel[g.keys[i]] = std::move(values[i]);
   }
@@ -331,7 +352,8 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
       if (rows) e.rows = static_cast<std::int64_t>(rows->size());
       const auto values = [&](const Captured& t) {
-        return ev->captured(copy_of(t), b, h, rows, out.value_scale, out.dtype);
+        std::vector<std::int64_t> held;
+        return ev->captured(copy_of(t), b, h, held_rows(t, rows, held), out.value_scale, out.dtype);
       };
       const Bounded produced_values = values(c);
       HeadMetrics m{ev->compare(spot, produced_values, e2e.at(key_of(stage, out)), e.rows, e.cols, out.dtype, judged_by),

@@ -1,5 +1,6 @@
 #include "harness/trace/judge.h"
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/stopwatch.h"
 #include "harness/trace/attribute.h"
@@ -44,10 +45,160 @@ bool attribution_reads_captures(const CaseResult& result, const TraceRun& run) {
   return false;
 }
 
+// Query rows a window of `impl`'s trace build takes (a multiple of its query tile), or 0 when
+// it runs whole: forced by options, or sized so that the window's buffers and their copies
+// kept on the device take at most 70% of what is free (the GPU reference holds the rest).
+std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& inputs, const StageGraph& graph,
+                             const JudgeOptions& options, bool keep_references) {
+  const Problem& p = inputs.problem;
+  if (!impl.on_gpu() || !impl.traces_in_windows() || p.layout.varlen() || keep_references || p.shape.q_len == 0) {
+    return 0;
+  }
+  const std::int64_t tile = std::max<std::int64_t>(graph.query_tile, 1);
+  const auto whole_tiles = [&](std::int64_t rows) { return std::max(tile, rows / tile * tile); };
+  if (options.window_rows > 0) return options.window_rows >= p.shape.q_len ? 0 : whole_tiles(options.window_rows);
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  const double per_row = static_cast<double>(impl.trace_bytes(p)) / static_cast<double>(p.shape.q_len);
+  const double budget = 0.35 * static_cast<double>(free);  // the buffers, and as much again for the copies
+  if (per_row * static_cast<double>(p.shape.q_len) <= budget) return 0;
+  return whole_tiles(static_cast<std::int64_t>(budget / per_row));
+}
+
+// The rows of `sample` in window w (every row of it for an unsampled judgement).
+RowSample rows_in(const RowSample& sample, const Shape& shape, const RowWindow& w) {
+  RowSample part;
+  part.all = false;
+  part.per_head.resize(static_cast<std::size_t>(shape.batch * shape.heads));
+  for (std::size_t bh = 0; bh < part.per_head.size(); ++bh) {
+    std::vector<std::int64_t>& rows = part.per_head[bh];
+    if (sample.all) {
+      for (std::int64_t r = w.first; r < w.first + w.rows; ++r) rows.push_back(r);
+    } else {
+      for (std::int64_t r : sample.per_head[bh]) {
+        if (w.holds(r)) rows.push_back(r);
+      }
+    }
+    part.judged += static_cast<std::int64_t>(rows.size());
+  }
+  return part;
+}
+
+// Folds one window's results into the case's: metrics and flags over the elements of both.
+void fold_window(OutputResult& into, const OutputResult& next) {
+  if (next.compared) {
+    if (!into.compared) {
+      into.end_to_end = next.end_to_end;
+      into.local = next.local;
+    } else {
+      merge_any_order(into.end_to_end, next.end_to_end);
+      merge_any_order(into.local, next.local);
+    }
+    into.compared = true;
+  }
+  merge_flags(into.flags, next.flags, 0);  // first indices are the whole output's already
+  into.present = into.present || next.present;
+  if (into.capture_problem.empty()) into.capture_problem = next.capture_problem;
+  into.compared_with_trace = into.compared_with_trace || next.compared_with_trace;
+}
+
+// The query row of the case's first divergence in (b, h, row, col) order: its first output
+// that failed, and its first element over the deciding bound (or first flagged element).
+std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& outputs) {
+  for (const OutputResult& r : outputs) {
+    if (r.passed()) continue;
+    std::optional<Index4> at;
+    for (const Metrics* m : {&r.local, &r.end_to_end}) {
+      if (m->first_failure && (!at || comes_before(m->first_failure->index, *at))) at = m->first_failure->index;
+    }
+    for (unsigned long long flat : {r.flags.first_nan, r.flags.first_inf, r.flags.first_unwritten}) {
+      if (flat == kNoIndex) continue;
+      const Index4 i = index_in(r.dims, static_cast<std::int64_t>(flat));
+      if (!at || comes_before(i, *at)) at = i;
+    }
+    if (at) return at->row;
+  }
+  return std::nullopt;
+}
+
+// The trace build window by window: each window's captures judged (on the rows of the sample
+// it holds) and dropped; the case's results folded over the windows; a divergence attributed
+// on the window holding its first failing row, traced again.
+Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
+                        const DeviceInputs* device, const JudgeOptions& options, std::int64_t window_rows) {
+  Stopwatch total, watch;
+  Judged j;
+  CaseResult& result = j.result;
+  const Problem& p = inputs.problem;
+  const StageGraph graph = impl.stage_graph(p);
+  const RowSample sample = sample_rows(p, graph, options.rows);
+  const std::unique_ptr<EvaluatorSource> gpu =
+      options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
+  const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
+  result.impl = impl.name();
+  result.description = description;
+  result.algorithm = graph.algorithm.describe();
+  result.reference_device = evaluators.device();
+  result.coverage = (sample.all ? std::string("every row") : sample.coverage) + "; traced in windows of " +
+                    std::to_string(window_rows) + " query rows, each judged and dropped before the next";
+  ProductionRun production;
+  if (options.production && impl.has_production_build()) production = run_production(impl, inputs, device, graph);
+  result.phases.production_run = watch.lap();
+  const auto window_of = [&](std::int64_t first) {
+    return RowWindow{first, std::min(window_rows, p.shape.q_len - first)};
+  };
+  for (std::int64_t first = 0; first < p.shape.q_len; first += window_rows) {
+    const RowWindow w = window_of(first);
+    const RowSample part = rows_in(sample, p.shape, w);
+    if (part.judged == 0) continue;
+    TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
+    result.phases.traced_run += watch.lap();
+    if (!run.error.empty()) {
+      result.verdict = Verdict::error;
+      result.reason = "query rows " + std::to_string(w.first) + ".." + std::to_string(w.first + w.rows - 1) + ": " +
+                      run.error;
+      result.descriptors = run.descriptors;
+      return j;
+    }
+    run.production = production;
+    const std::vector<OutputResult> outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &part,
+                                                               evaluators.block_elements(), std::nullopt, evaluators);
+    result.phases.evaluation += watch.lap();
+    if (result.outputs.empty()) {
+      result.outputs = outputs;
+      result.descriptors = run.descriptors;
+    } else {
+      for (std::size_t i = 0; i < outputs.size(); ++i) fold_window(result.outputs[i], outputs[i]);
+    }
+  }
+  if (const std::optional<std::int64_t> row = first_failing_row(result.outputs)) {
+    const RowWindow w = window_of(*row / window_rows * window_rows);
+    TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
+    run.production = production;
+    const RowSample part = rows_in(sample, p.shape, w);
+    const CaseResult attributed = judge_run(impl.name(), inputs, description, run, nullptr, options, &part);
+    result.divergence = attributed.divergence;
+    result.phases.attribution = watch.lap();
+    if (result.divergence && result.divergence->cause == "unknown") {
+      test_repeatability(impl, inputs, device, run, *result.divergence);
+    }
+    result.phases.repeatability = watch.lap();
+    j.run = std::move(run);
+  }
+  if (!result.divergence) {  // no window kept: the run's graph and calls, for the report
+    j.run.graph = graph;
+    j.run.descriptors = result.descriptors;
+  }
+  result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
+  result.seconds = total.lap();
+  return j;
+}
+
 }  // namespace
 
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
-                     TraceRun& run, std::vector<OutputReferences>* references, const JudgeOptions& options) {
+                     TraceRun& run, std::vector<OutputReferences>* references, const JudgeOptions& options,
+                     const RowSample* rows) {
   CaseResult result;
   result.impl = impl;
   result.description = description;
@@ -60,7 +211,7 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   }
   std::vector<OutputReferences> own;
   std::vector<OutputReferences>& refs = references ? *references : own;
-  const RowSample sample = sample_rows(inputs.problem, run.graph, options.rows);
+  const RowSample sample = rows ? *rows : sample_rows(inputs.problem, run.graph, options.rows);
   result.coverage = sample.all ? "" : sample.coverage;
   const std::unique_ptr<EvaluatorSource> gpu =
       options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
@@ -109,6 +260,10 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
   JudgeOptions resolved = options;
   if (resolved.reference == ReferenceDevice::automatic) {
     resolved.reference = impl.on_gpu() && cuda_device_available() ? ReferenceDevice::gpu : ReferenceDevice::cpu;
+  }
+  if (const std::int64_t rows =
+          window_rows_for(impl, inputs, impl.stage_graph(inputs.problem), resolved, keep_references)) {
+    return judge_in_windows(impl, inputs, description, device, resolved, rows);
   }
   // Judged on the GPU, the captures stay there (where it has room) rather than cross twice.
   j.run = run_traced(impl, inputs, device, true, resolved.reference == ReferenceDevice::gpu);

@@ -22,14 +22,19 @@ struct JudgeOptions {
   bool production = true;
   RowSpec rows;  // which query rows are compared (--rows); every row by default
   ReferenceDevice reference = ReferenceDevice::automatic;
+  // > 0: an implementation that can (Implementation::traces_in_windows) runs its trace build
+  // in windows of this many query rows, each judged and dropped before the next; 0: in windows
+  // sized to the device when the whole trace and its captures do not fit it (--window-rows).
+  std::int64_t window_rows = 0;
 };
 
 // Comparison and attribution of a finished run (live, or read from a snapshot). `automatic`
 // means the host here: a run read back is judged where it is replayed. Captures kept on the
 // device come to the host (bring_to_host) when attribution or the references need them.
+// `rows`, when given: the rows judged, instead of options.rows' sample.
 CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, const CaseDescription& description,
                      TraceRun& run, std::vector<OutputReferences>* references = nullptr,
-                     const JudgeOptions& options = {});
+                     const JudgeOptions& options = {}, const RowSample* rows = nullptr);
 
 struct Judged {
   CaseResult result;

@@ -52,7 +52,7 @@ void test_repeatability(Implementation& impl, const AttentionInputs& inputs, con
   const Captured* before = captured_named(first, d.output);
   if (!before) return;
   for (int run = 2; run <= kRepeatabilityRuns + 1; ++run) {
-    const TraceRun again = run_traced(impl, inputs, device, true);
+    const TraceRun again = run_traced(impl, inputs, device, true, false, first.window);
     if (!again.error.empty()) return;
     const Captured* after = captured_named(again, d.output);
     if (!after) return;

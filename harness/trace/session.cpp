@@ -33,9 +33,9 @@ std::size_t device_headroom(std::size_t workspace_bytes) {
 // flags back. Returns the run's error, empty when it ran.
 std::string run_once(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                      Workspace& workspace, CaptureTap& tap, bool trace_build, std::vector<DescriptorReport>* descriptors,
-                     cudaStream_t stream, bool gpu, bool keep_on_device = false) {
+                     cudaStream_t stream, bool gpu, bool keep_on_device = false, const RowWindow& window = {}) {
   if (gpu && trace_build) {
-    if (std::optional<std::string> why = trace_does_not_fit(impl, inputs.problem)) return *why;
+    if (std::optional<std::string> why = trace_does_not_fit(impl, inputs.problem, window)) return *why;
   }
   try {
     impl.prepare(inputs.problem, workspace, trace_build);
@@ -65,25 +65,42 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
 
 }  // namespace
 
-std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem) {
-  const std::size_t needed = impl.trace_bytes(problem);
+std::size_t trace_bytes_in(const Implementation& impl, const Problem& problem, const RowWindow& window) {
+  const std::size_t whole = impl.trace_bytes(problem);
+  if (window.whole() || problem.shape.q_len == 0) return whole;
+  // The buffers hold every row alike.
+  return static_cast<std::size_t>(static_cast<double>(whole) * static_cast<double>(window.rows) /
+                                  static_cast<double>(problem.shape.q_len));
+}
+
+std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem,
+                                              const RowWindow& window) {
+  const std::size_t needed = trace_bytes_in(impl, problem, window);
   if (needed == 0) return std::nullopt;
   std::size_t free = 0, total = 0;
   FC_CUDA(cudaMemGetInfo(&free, &total));
   if (needed <= free) return std::nullopt;
   const auto gib = [](std::size_t bytes) { return static_cast<double>(bytes) / (1ull << 30); };
-  char text[256];
+  char text[384];
+  const std::string rows =
+      window.whole() ? std::string("every query row") : "a window of " + std::to_string(window.rows) + " query rows";
   std::snprintf(text, sizeof text,
-                "its trace build's buffers need %.1f GiB at %s (every tile of every query row, whatever --rows "
-                "judges); the device has %.1f GiB free",
-                gib(needed), problem.shape.to_string().c_str(), gib(free));
+                "its trace build's buffers need %.1f GiB at %s (every tile of %s, whatever --rows judges); the "
+                "device has %.1f GiB free",
+                gib(needed), problem.shape.to_string().c_str(), rows.c_str(), gib(free));
   return std::string(text);
 }
 
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
-                    bool copy_to_host, bool keep_on_device) {
+                    bool copy_to_host, bool keep_on_device, const RowWindow& window) {
   TraceRun run;
   run.graph = impl.stage_graph(inputs.problem);
+  run.window = window;
+  if (!window.whole() && !impl.traces_in_windows()) {
+    run.error = "its trace build cannot run in a window of query rows";
+    return run;
+  }
+  impl.set_trace_window(window);
   const bool gpu = impl.on_gpu();
   std::optional<CudaStream> stream;
   if (gpu) stream.emplace();
@@ -91,7 +108,8 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
 
   Workspace workspace(gpu);
   CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
-  run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu, keep_on_device);
+  tap.set_window(window);
+  run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu, keep_on_device, window);
   run.captured = std::move(tap.results());
   run.buffer_names = names_of(workspace);
   return run;

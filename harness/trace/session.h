@@ -26,16 +26,21 @@ struct TraceRun {
   std::vector<DescriptorReport> descriptors;  // cuBLASLt calls, read back and linted
   std::string error;                      // non-empty when the run itself failed
   ProductionRun production;               // empty when not run
+  RowWindow window;                       // the query rows the trace build captured
 };
 
 // Why the implementation's trace build cannot run on this device, when its buffers need more
 // memory than the device has free (a GPU implementation; nullopt when they fit).
-std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem);
+std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem,
+                                              const RowWindow& window = {});
+// Bytes its trace build's buffers need in `window`.
+std::size_t trace_bytes_in(const Implementation& impl, const Problem& problem, const RowWindow& window);
 
 // keep_on_device: the copies of device tensors stay on the device where it has room (for a
 // reference on the GPU; Captured::resident).
+// window: only those query rows traced (Implementation::traces_in_windows).
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
-                    bool copy_to_host, bool keep_on_device = false);
+                    bool copy_to_host, bool keep_on_device = false, const RowWindow& window = {});
 
 // Runs the production build (RunContext::trace_build false) and keeps its results.
 ProductionRun run_production(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,

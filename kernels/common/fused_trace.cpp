@@ -6,7 +6,10 @@
 
 namespace fc {
 namespace {
-std::int64_t rows_of(const Shape& s) { return s.batch * s.heads * s.q_len; }
+// Rows of every head, or of a window of each.
+std::int64_t rows_of(const Shape& s, const RowWindow& window = {}) {
+  return s.batch * s.heads * (window.whole() ? s.q_len : window.rows);
+}
 }  // namespace
 
 std::int64_t FusedLayout::slots() const {
@@ -72,8 +75,9 @@ std::size_t FusedTraceBuffers::bytes(const Problem& p, const FusedLayout& layout
   return static_cast<std::size_t>(rows * (2 * layout.algorithm.tile_width + 2 + p.shape.head_dim)) * sizeof(float);
 }
 
-FusedTraceBuffers FusedTraceBuffers::allocate(Workspace& ws, const Problem& p, const FusedLayout& layout) {
-  const std::int64_t rows = rows_of(p.shape) * layout.slots();
+FusedTraceBuffers FusedTraceBuffers::allocate(Workspace& ws, const Problem& p, const FusedLayout& layout,
+                                              const RowWindow& window) {
+  const std::int64_t rows = rows_of(p.shape, window) * layout.slots();
   FusedTraceBuffers t;
   t.scores = &ws.allocate("trace_scores", DType::f32, rows * layout.algorithm.tile_width);
   t.p_tilde = &ws.allocate("trace_p_tilde", DType::f32, rows * layout.algorithm.tile_width);
@@ -94,17 +98,17 @@ TensorView slot_view(const Buffer& buffer, std::int64_t slot, std::int64_t slot_
 }  // namespace
 
 void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const FusedLayout& layout,
-                   const FusedTraceBuffers& trace, const FusedResults& results) {
-  const std::int64_t rows = rows_of(shape), width = layout.algorithm.tile_width;
-  const Dims row_dims{shape.batch, shape.heads, shape.q_len};
-  const Dims out_dims{shape.batch, shape.heads, shape.q_len, shape.head_dim};
+                   const FusedTraceBuffers& trace, const FusedResults& results, const RowWindow& window) {
+  const std::int64_t rows = rows_of(shape, window), width = layout.algorithm.tile_width;
+  const Dims row_dims = windowed_dims({shape.batch, shape.heads, shape.q_len}, window);
+  const Dims out_dims = windowed_dims({shape.batch, shape.heads, shape.q_len, shape.head_dim}, window);
   for (std::size_t i = 0; i < graph.stages.size(); ++i) {
     const Stage& st = graph.stages[i];
     const std::int64_t slot = std::max(st.split, 0) * layout.tiles_per_split + st.tile;
     if (st.tile >= 0) {
       if (!trace.scores) continue;
       const KeyRange cols = stage_columns(shape, graph.algorithm, st);
-      const Dims tile_dims{shape.batch, shape.heads, shape.q_len, cols.end - cols.begin};
+      const Dims tile_dims = windowed_dims({shape.batch, shape.heads, shape.q_len, cols.end - cols.begin}, window);
       switch (st.kind) {
         case StageKind::qk: tap.capture(i, 0, slot_view(*trace.scores, slot, rows * width, tile_dims)); break;
         case StageKind::softmax:

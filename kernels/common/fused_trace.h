@@ -29,7 +29,9 @@ struct FusedTraceBuffers {
   Buffer* row_sum = nullptr;
   Buffer* acc = nullptr;
   static std::size_t bytes(const Problem& problem, const FusedLayout& layout);
-  static FusedTraceBuffers allocate(Workspace& ws, const Problem& problem, const FusedLayout& layout);
+  // A trace build in `window` holds its rows alone.
+  static FusedTraceBuffers allocate(Workspace& ws, const Problem& problem, const FusedLayout& layout,
+                                    const RowWindow& window = {});
 };
 
 // The results after the tiles: the final output, or each split's partials then the output.
@@ -42,7 +44,8 @@ struct FusedResults {
 
 // Captures every stage output of `graph` from the trace buffers and results, in order; the
 // results only when there are no trace buffers (a production build's run).
+// In `window`, every buffer holds the window's rows of each head.
 void capture_fused(Tap& tap, const StageGraph& graph, const Shape& shape, const FusedLayout& layout,
-                   const FusedTraceBuffers& trace, const FusedResults& results);
+                   const FusedTraceBuffers& trace, const FusedResults& results, const RowWindow& window = {});
 
 }  // namespace fc

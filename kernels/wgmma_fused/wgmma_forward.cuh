@@ -77,6 +77,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   const int q_len = p.mask.q_lens ? p.mask.q_lens[b] : p.q_len;
   const int kv_len = p.mask.kv_lens ? p.mask.kv_lens[b] : p.kv_len;
   if (q0 >= q_len) return;  // the whole block, before any barrier
+  if constexpr (kTrace) {
+    if (!block_traced(p, q0)) return;  // outside the trace's window of rows
+  }
   // Where a row's box starts: padded maps are [B*H][S][D], packed ones [rows][H][D] with the
   // sequence at its cu_seqlens offset (wgmma_launch.cpp).
   const bool packed = p.q_offsets != nullptr;
@@ -163,7 +166,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // base 2
-  const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * p.q_len;
+  const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * (kTrace ? traced_rows(p) : p.q_len);
   auto tile_trace = [&](int tile) {  // the stage's columns (padded) and this sequence's
     const int j0 = tile * kFlashKeys, pitch = min(kFlashKeys, p.kv_len - j0), cols = min(kFlashKeys, kv_len - j0);
     return TileTrace<D>{p, static_cast<size_t>(tile), rows_total, bh, t, pitch, cols, {row_of[0], row_of[1]}};

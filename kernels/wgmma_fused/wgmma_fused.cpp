@@ -28,6 +28,8 @@ class WgmmaFused final : public Implementation {
   std::optional<std::string> unsupported(const Problem& p) const override { return wgmma_unsupported(p); }
   StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
   std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
+  bool traces_in_windows() const override { return true; }
+  void set_trace_window(const RowWindow& window) override { outputs_.window = window; }
   void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
@@ -49,7 +51,7 @@ class WgmmaFused final : public Implementation {
     if (faulty("mbarrier-wrong-phase")) variant.fault = PipelineFault::wrong_phase;
     variant.trace = ctx.traced();
     launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, extents, ctx.stream);
-    if (ctx.tap) outputs_.capture(*ctx.tap, p);
+    if (ctx.tap) outputs_.capture(*ctx.tap, p, ctx.traced());
   }
 
  private:

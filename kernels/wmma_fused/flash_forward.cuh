@@ -114,6 +114,18 @@ __device__ __forceinline__ float dense_bias(const DeviceMask& m, int b, int h, i
   return static_cast<const unsigned char*>(m.dense)[at] ? 0.0f : kNegInf;
 }
 
+// The rows of each head a trace build writes (FlashTrace's window), and whether `row` is one.
+__device__ __forceinline__ int traced_rows(const FlashParams& p) {
+  return p.trace.row_count > 0 ? p.trace.row_count : p.q_len;
+}
+__device__ __forceinline__ bool traced_row(const FlashParams& p, int row) {
+  return p.trace.row_count == 0 || (row >= p.trace.row_first && row < p.trace.row_first + p.trace.row_count);
+}
+// Whether any of the block's rows [q0, q0 + kFlashRows) is in the window.
+__device__ __forceinline__ bool block_traced(const FlashParams& p, int q0) {
+  return p.trace.row_count == 0 || (q0 + kFlashRows > p.trace.row_first && q0 < p.trace.row_first + p.trace.row_count);
+}
+
 // Writes what one block holds after one tile into the trace buffers (kTrace builds only).
 template <int D>
 struct TileTrace {
@@ -124,7 +136,10 @@ struct TileTrace {
   int cols;   // of them, those of this sequence's keys (varlen: fewer)
   int rows[2];
 
-  __device__ size_t row_index(int r) const { return static_cast<size_t>(bh) * p.q_len + rows[r]; }
+  __device__ size_t row_index(int r) const {
+    return static_cast<size_t>(bh) * traced_rows(p) + (rows[r] - p.trace.row_first);
+  }
+  __device__ bool written(int r) const { return rows[r] < p.q_len && traced_row(p, rows[r]); }
 
   // Scores as the kernel holds them, in base 2 (the stage declares the ln 2 that converts
   // them on the host), or -inf for a tile skipped as masked.
@@ -137,7 +152,7 @@ struct TileTrace {
   }
   __device__ void state(const float (&row_max)[2], const float (&row_sum)[2], const float (&o)[D / 8][4]) const {
     for (int r = 0; r < 2; ++r) {
-      if (rows[r] >= p.q_len) continue;
+      if (!written(r)) continue;
       if (t == 0) {
         p.trace.row_max[slot * rows_total + row_index(r)] = row_max[r];  // base 2, as held
         p.trace.row_sum[slot * rows_total + row_index(r)] = row_sum[r];
@@ -153,7 +168,7 @@ struct TileTrace {
  private:
   __device__ void write_tile(float* base, const float (&s)[kFlashKeys / 8][4], float fill, bool computed) const {
     for (int r = 0; r < 2; ++r) {
-      if (rows[r] >= p.q_len) continue;
+      if (!written(r)) continue;
       float* out = base + slot * rows_total * kFlashKeys + row_index(r) * pitch;
       for (int nt = 0; nt < kFlashKeys / 8; ++nt)
         for (int e = 0; e < 2; ++e) {
@@ -264,7 +279,11 @@ __device__ __forceinline__ void store_rows(const FlashParams& p, const float (&o
     if constexpr (!kTrace) {
       if (p.production_scaled) inv *= 1.5f;
     }
-    const size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
+    size_t row_index = static_cast<size_t>(bh) * p.q_len + row;
+    if constexpr (kTrace) {  // a window's rows, at their place in it
+      if (!traced_row(p, row)) continue;
+      row_index = static_cast<size_t>(bh) * traced_rows(p) + (row - p.trace.row_first);
+    }
     const float lse = row_sum[r] > 0.0f ? __fmaf_rn(row_max[r], kLn2, logf(row_sum[r])) : kNegInf;
     if constexpr (kSplit) {
       float* out = p.partial_out + (static_cast<size_t>(split) * rows_total + row_index) * D;
@@ -315,6 +334,9 @@ __global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_
   const int q_len = p.mask.q_lens ? p.mask.q_lens[b] : p.q_len;
   const int kv_len = p.mask.kv_lens ? p.mask.kv_lens[b] : p.kv_len;
   if (q0 >= q_len) return;
+  if constexpr (kTrace) {
+    if (!block_traced(p, q0)) return;
+  }
   const long long diagonal = mask_diagonal(p.mask, b);
 
   // Q, K and V rows: padded [B,H(kv),S,D], packed [rows,H(kv),D] at the sequence's offsets,
@@ -378,7 +400,7 @@ __global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // rows g and g + 8, base 2
   const int row_of[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
 
-  const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * p.q_len;
+  const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * (kTrace ? traced_rows(p) : p.q_len);
   auto tile_trace = [&](int tile, int j0) {
     return TileTrace<D>{p, static_cast<size_t>(split) * p.tiles_per_split + tile, rows_total, bh, t,
                         min(kFlashKeys, padded_end - j0), min(kFlashKeys, range_end - j0), {row_of[0], row_of[1]}};

@@ -17,20 +17,28 @@ std::size_t FlashOutputs::trace_bytes(const Problem& p) {
 
 void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced) {
   const Shape& s = p.shape;
-  out = &ws.allocate("output", p.dtype, s.batch * s.heads * s.q_len * s.head_dim);
-  lse = &ws.allocate("lse", DType::f32, s.batch * s.heads * s.q_len);
-  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys)) : FusedTraceBuffers{};
+  const RowWindow rows = traced ? window : RowWindow{};
+  const std::int64_t held = s.batch * s.heads * (rows.whole() ? s.q_len : rows.rows);
+  out = &ws.allocate("output", p.dtype, held * s.head_dim);
+  lse = &ws.allocate("lse", DType::f32, held);
+  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys), rows) : FusedTraceBuffers{};
 }
 
 void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced) const {
   params.out = out->data;
   params.lse = lse->as<float>();
   params.tiles_per_split = static_cast<int>(blocked_layout(problem.shape, kFlashKeys).tiles_per_split);
-  if (traced) params.trace = flash_trace(trace);
+  if (!traced) return;
+  params.trace = flash_trace(trace);
+  if (!window.whole()) {
+    params.trace.row_first = static_cast<int>(window.first);
+    params.trace.row_count = static_cast<int>(window.rows);
+  }
 }
 
-void FlashOutputs::capture(Tap& tap, const Problem& p) const {
-  capture_fused(tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFlashKeys), trace, {out, nullptr, nullptr, lse});
+void FlashOutputs::capture(Tap& tap, const Problem& p, bool traced) const {
+  capture_fused(tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFlashKeys), trace, {out, nullptr, nullptr, lse},
+                traced ? window : RowWindow{});
 }
 
 void read_input_layouts(FlashParams& params, const Problem& p, const DeviceInputs& in) {

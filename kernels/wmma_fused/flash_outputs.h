@@ -14,6 +14,7 @@ struct FlashOutputs {
   Buffer* out = nullptr;
   Buffer* lse = nullptr;
   FusedTraceBuffers trace;
+  RowWindow window;  // of the trace build (its output and lse too); every row by default
 
   static StageGraph stage_graph(const Problem& problem);
   static std::size_t trace_bytes(const Problem& problem);
@@ -22,7 +23,7 @@ struct FlashOutputs {
   // tile count.
   void bind(FlashParams& params, const Problem& problem, bool traced) const;
   // The captures of a run: every stage output of a trace build, the results of a production one.
-  void capture(Tap& tap, const Problem& problem) const;
+  void capture(Tap& tap, const Problem& problem, bool traced) const;
 };
 
 // Varlen: q, k, v packed, q_offsets and cu_seqlens_k set; paged: k and v from the cache

@@ -19,6 +19,10 @@ struct FlashTrace {
   float* row_max = nullptr; // [slot][B,H,Sq]
   float* row_sum = nullptr; // [slot][B,H,Sq]
   float* acc = nullptr;     // [slot][B,H,Sq,D]    unnormalized output after the tile
+  // A window of query rows (row_count 0: every row): a trace build writes only rows
+  // [row_first, row_first + row_count) of each head, where Sq above and in the output and lse
+  // is row_count; blocks of rows outside it do nothing.
+  int row_first = 0, row_count = 0;
 };
 
 struct FlashParams {

@@ -33,6 +33,8 @@ class WmmaFused final : public Implementation {
   }
   StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
   std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
+  bool traces_in_windows() const override { return true; }
+  void set_trace_window(const RowWindow& window) override { outputs_.window = window; }
   void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
@@ -50,7 +52,7 @@ class WmmaFused final : public Implementation {
     variant.paged = p.layout.paged();
     variant.trace = ctx.traced();
     launch_flash_forward(params, static_cast<int>(p.shape.head_dim), p.dtype, variant, ctx.stream);
-    if (ctx.tap) outputs_.capture(*ctx.tap, p);
+    if (ctx.tap) outputs_.capture(*ctx.tap, p, ctx.traced());
   }
 
  private:

@@ -12,10 +12,10 @@
 namespace fc {
 namespace {
 
-CaseResult judge_on_gpu(Implementation& impl, const CaseSpec& spec) {
+CaseResult judge_on_gpu(Implementation& impl, const CaseSpec& spec, const JudgeOptions& options = {}) {
   const AttentionInputs in = generate_inputs(spec);
   const DeviceInputs device(in, nullptr);
-  return judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device);
+  return judge_case(impl, in, describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed), &device, options);
 }
 
 std::string outcome(const CaseResult& r) {
@@ -138,11 +138,63 @@ TEST_CASE("a trace build whose buffers exceed the device's free memory is an err
   spec.shape = {1, 8, 65536, 65536, 64};  // every tile of every row: about 390 GiB
   spec.seed = 1;
   REQUIRE_FALSE(impl->unsupported(make_problem(spec)));
-  const CaseResult r = judge_on_gpu(*impl, spec);
+  JudgeOptions whole;
+  whole.window_rows = 65536;  // one window of every row: the whole trace (else it runs in windows)
+  const CaseResult r = judge_on_gpu(*impl, spec, whole);
   INFO(outcome(r));
   CHECK(r.verdict == Verdict::error);
   CHECK(r.reason.find("trace build's buffers need") != std::string::npos);
   CHECK(r.reason.find("GiB free") != std::string::npos);
+}
+
+}  // namespace fc
+
+namespace fc {
+
+// A fused kernel's trace build run window by window (--window-rows) is judged as the whole
+// trace: the same verdicts, failures and first divergence, the flags over every element.
+TEST_CASE("a fused kernel judged in windows of rows gets the whole trace's results", "[gpu][wmma][wgmma]") {
+  for (const char* name : {"wmma-fused", "wgmma-fused"}) {
+    CaseSpec spec;
+    spec.shape = {2, 3, 700, 650, 64};
+    spec.mask = "causal";
+    spec.seed = 4;
+    std::unique_ptr<Implementation> probe = make_implementation(name);
+    REQUIRE(probe);
+    if (probe->unsupported(make_problem(spec))) continue;  // wgmma-fused off sm_90
+    for (const std::string fault : {"", "production-epilogue-scale"}) {
+      for (const char* rows : {"all", "16"}) {
+        INFO(name << " fault '" << fault << "' rows " << rows);
+        std::unique_ptr<Implementation> impl = make_implementation(name);
+        if (!fault.empty()) impl->inject(fault);
+        JudgeOptions whole, windows;
+        whole.rows = windows.rows = parse_rows(rows);
+        windows.window_rows = 256;  // rows 0-255, 256-511, 512-699
+        const CaseResult a = judge_on_gpu(*impl, spec, whole), w = judge_on_gpu(*impl, spec, windows);
+        INFO(outcome(a) << " / " << outcome(w));
+        CHECK(w.coverage.find("traced in windows of 256") != std::string::npos);
+        CHECK(a.verdict == (fault.empty() ? Verdict::pass : Verdict::diverged));
+        CHECK(w.verdict == a.verdict);
+        CHECK(same_divergence(a.divergence, w.divergence, true));
+        REQUIRE(w.outputs.size() == a.outputs.size());
+        for (std::size_t i = 0; i < a.outputs.size(); ++i) {
+          const OutputResult &x = a.outputs[i], &y = w.outputs[i];
+          INFO(x.name);
+          CHECK(x.compared == y.compared);
+          CHECK(x.end_to_end.elements == y.end_to_end.elements);
+          CHECK(x.end_to_end.failures() == y.end_to_end.failures());
+          CHECK(x.local.failures() == y.local.failures());
+          CHECK(y.end_to_end.max_normalized_error == Approx(x.end_to_end.max_normalized_error).epsilon(1e-6));
+          CHECK(x.flags.unwritten == y.flags.unwritten);
+          CHECK(x.flags.nan + x.flags.pos_inf + x.flags.neg_inf == y.flags.nan + y.flags.pos_inf + y.flags.neg_inf);
+          if (x.end_to_end.first_failure) {
+            REQUIRE(y.end_to_end.first_failure);
+            CHECK(x.end_to_end.first_failure->index == y.end_to_end.first_failure->index);
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace fc

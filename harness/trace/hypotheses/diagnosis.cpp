@@ -65,7 +65,7 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
                                         : (tight ? refs.end_to_end_tight : refs.end_to_end_bound);
   if (reference.empty() || bound.empty()) return d;  // not kept: nothing to test
   d.reference_tensor = &reference;
-  d.kernel = head_matrix(kernel, d.b, d.h) * r.value_scale;
+  d.kernel = captured_head(run.captured[index], d.b, d.h, inputs.problem.shape.q_len) * r.value_scale;
   d.reference = head_matrix(reference, d.b, d.h);
   d.bound = head_matrix(bound, d.b, d.h);
 
@@ -108,7 +108,9 @@ std::optional<MatrixR> Diagnosis::captured_head(Quantity q, int split, int tile)
     if (!c.present || c.tensor.empty()) continue;
     const Stage& stage = run.graph.stages[c.stage];
     const StageOutput& out = stage.outputs[c.output];
-    if (out.quantity == q && stage.split == split && stage.tile == tile) return head_matrix(c.tensor, b, h) * out.value_scale;
+    if (out.quantity == q && stage.split == split && stage.tile == tile) {
+      return fc::captured_head(c, b, h, inputs.problem.shape.q_len) * out.value_scale;
+    }
   }
   return std::nullopt;
 }
