@@ -1,9 +1,8 @@
 #include "reference/compare.h"
 
-#include <tuple>
-
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/numeric.h"

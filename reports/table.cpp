@@ -149,8 +149,9 @@ void write_pinpoint(std::ostream& out, const Divergence& d) {
   out << "    cause:    " << d.cause << "\n";
   out << "    evidence: " << d.evidence << "\n";
   if (d.kernel) {
-    out << "    kernel " << (d.kernel_unwritten ? "unwritten (its buffer's poison)" : sci(*d.kernel)) << "  reference "
-        << sci(*d.reference) << "  bound " << sci(*d.bound);
+    out << "    kernel " << (d.kernel_unwritten ? "unwritten (its buffer's poison)" : sci(*d.kernel));
+    if (d.reference) out << "  reference " << sci(*d.reference);
+    if (d.bound) out << "  bound " << sci(*d.bound);
     if (d.tight) out << "  tight " << sci(*d.tight);
     out << "  ("
         << (d.stage_local ? "stage-local" : "end-to-end") << " comparison)\n";

@@ -68,6 +68,13 @@ TEST_CASE("a defect of the production build alone is trace-build-mismatch at its
   CHECK(div.cause == "trace-build-mismatch");
   CHECK(div.index == Index4{0, 0, 0, 0});
   CHECK(div.evidence.find("differs from its trace build") != std::string::npos);
+  // Named against the trace build's value, exactly: the table prints both.
+  CHECK(div.stage_local);
+  REQUIRE(div.kernel);
+  REQUIRE(div.reference);
+  REQUIRE(div.bound);
+  CHECK(*div.bound == 0);
+  CHECK(*div.reference != *div.kernel);
   for (const OutputResult& o : j.result.outputs) {
     if (!o.production) CHECK(o.passed());  // every stage of the trace build passed
   }

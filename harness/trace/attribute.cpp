@@ -288,11 +288,10 @@ Divergence attribute_production(const TraceRun& run, const OutputResult& r, cons
     d.index = e->index;
     d.kernel = e->kernel;
     d.stage_local = mismatch;
-    if (!mismatch) {
-      d.reference = e->reference;
-      d.bound = e->bound;
-      d.tight = e->tight;
-    }
+    // Against the trace build's value (an exact reference: bound 0), or the FP64 reference.
+    d.reference = e->reference;
+    d.bound = e->bound;
+    d.tight = e->tight;
   }
   if (mismatch) {
     d.cause = "trace-build-mismatch";

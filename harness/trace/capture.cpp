@@ -300,6 +300,10 @@ void CaptureTap::finish() {
       for (unsigned long long* first : {&f.first_nan, &f.first_inf, &f.first_unwritten}) {
         *first = unwindowed_index(*first, c.view.dims, problem_.shape.q_len, c.window);
       }
+      if (f.first_foreign != kNoIndex) {  // (index << 8) | source
+        f.first_foreign = (unwindowed_index(f.first_foreign >> 8, c.view.dims, problem_.shape.q_len, c.window) << 8) |
+                          (f.first_foreign & 0xFF);
+      }
       continue;
     }
     // Blocks (no two overlap): first indices are logical already (dense rows at their base).

@@ -1,5 +1,7 @@
 #include "harness/trace/judge.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "core/error.h"
 #include "core/stopwatch.h"
@@ -84,7 +86,8 @@ RowSample rows_in(const RowSample& sample, const Shape& shape, const RowWindow& 
   return part;
 }
 
-// Folds one window's results into the case's: metrics and flags over the elements of both.
+// Folds one window's results into the case's: metrics and flags over the elements of both (a
+// production result's flags are those of its one whole run, the same in every window).
 void fold_window(OutputResult& into, const OutputResult& next) {
   if (next.compared) {
     if (!into.compared) {
@@ -96,29 +99,50 @@ void fold_window(OutputResult& into, const OutputResult& next) {
     }
     into.compared = true;
   }
-  merge_flags(into.flags, next.flags, 0);  // first indices are the whole output's already
-  into.present = into.present || next.present;
+  if (!into.production) merge_flags(into.flags, next.flags, 0);  // first indices are the whole output's already
+  into.present = into.present && next.present;
   if (into.capture_problem.empty()) into.capture_problem = next.capture_problem;
   into.compared_with_trace = into.compared_with_trace || next.compared_with_trace;
 }
 
-// The query row of the case's first divergence in (b, h, row, col) order: its first output
-// that failed, and its first element over the deciding bound (or first flagged element).
+// The query row where attribution will look: the first output that failed (in graph order,
+// as attribution goes), at the element it names first (the stage-local comparison's first
+// over the deciding bound, else the end-to-end one's, else the first unwritten or NaN
+// element). Nothing when that output failed without an element (never captured, or not as
+// declared): any window shows that.
 std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& outputs) {
   for (const OutputResult& r : outputs) {
     if (r.passed()) continue;
-    std::optional<Index4> at;
-    for (const Metrics* m : {&r.local, &r.end_to_end}) {
-      if (m->first_failure && (!at || comes_before(m->first_failure->index, *at))) at = m->first_failure->index;
+    if (r.compared && !r.local.passed()) return r.local.first_over()->index.row;
+    if (r.compared && !r.end_to_end.passed()) return r.end_to_end.first_over()->index.row;
+    for (unsigned long long flat : {r.flags.first_unwritten, r.flags.first_nan}) {
+      if (flat != kNoIndex) return r.index_of(flat).row;
     }
-    for (unsigned long long flat : {r.flags.first_nan, r.flags.first_inf, r.flags.first_unwritten}) {
-      if (flat == kNoIndex) continue;
-      const Index4 i = index_in(r.dims, static_cast<std::int64_t>(flat));
-      if (!at || comes_before(i, *at)) at = i;
-    }
-    if (at) return at->row;
+    return std::nullopt;
   }
   return std::nullopt;
+}
+
+// When the window traced again does not show the divergence the windows found (a race, say):
+// the first failing output, named from the folded results.
+Divergence unreproduced(const std::vector<OutputResult>& outputs) {
+  Divergence d;
+  for (const OutputResult& r : outputs) {
+    if (r.passed()) continue;
+    d.output = r.name;
+    d.stage = r.stage_name;
+    d.cause = "unknown";
+    d.evidence = r.name + " failed in its window of rows, and the window traced again for attribution did not";
+    if (const std::optional<ElementReport>& e = !r.local.passed() ? r.local.first_over() : r.end_to_end.first_over()) {
+      d.index = e->index;
+      d.kernel = e->kernel;
+      d.reference = e->reference;
+      d.bound = e->bound;
+      d.tight = e->tight;
+    }
+    break;
+  }
+  return d;
 }
 
 // The trace build window by window: each window's captures judged (on the rows of the sample
@@ -149,8 +173,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   };
   for (std::int64_t first = 0; first < p.shape.q_len; first += window_rows) {
     const RowWindow w = window_of(first);
-    const RowSample part = rows_in(sample, p.shape, w);
-    if (part.judged == 0) continue;
+    const RowSample part = rows_in(sample, p.shape, w);  // none: its flags alone
     TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
     result.phases.traced_run += watch.lap();
     if (!run.error.empty()) {
@@ -171,13 +194,21 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
       for (std::size_t i = 0; i < outputs.size(); ++i) fold_window(result.outputs[i], outputs[i]);
     }
   }
-  if (const std::optional<std::int64_t> row = first_failing_row(result.outputs)) {
-    const RowWindow w = window_of(*row / window_rows * window_rows);
+  const bool failed = std::any_of(result.outputs.begin(), result.outputs.end(),
+                                  [](const OutputResult& r) { return !r.passed(); });
+  if (failed) {
+    const std::int64_t row = first_failing_row(result.outputs).value_or(0);
+    const RowWindow w = window_of(row / window_rows * window_rows);
     TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
     run.production = production;
     const RowSample part = rows_in(sample, p.shape, w);
     const CaseResult attributed = judge_run(impl.name(), inputs, description, run, nullptr, options, &part);
-    result.divergence = attributed.divergence;
+    if (attributed.verdict == Verdict::error) {
+      result.verdict = Verdict::error;
+      result.reason = "tracing the window of rows " + std::to_string(w.first) + ".. again: " + attributed.reason;
+      return j;
+    }
+    result.divergence = attributed.divergence ? attributed.divergence : unreproduced(result.outputs);
     result.phases.attribution = watch.lap();
     if (result.divergence && result.divergence->cause == "unknown") {
       test_repeatability(impl, inputs, device, run, *result.divergence);
@@ -189,7 +220,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
     j.run.graph = graph;
     j.run.descriptors = result.descriptors;
   }
-  result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
+  result.verdict = failed ? Verdict::diverged : Verdict::pass;
   result.seconds = total.lap();
   return j;
 }

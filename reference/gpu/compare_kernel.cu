@@ -274,16 +274,22 @@ void compare_segments(const DeviceMatrix& kernel, const DeviceBounded& reference
   auto* partials = static_cast<Partial*>(allocate_async(segments * blocks * sizeof(Partial), stream));
   const double* bound = reference.bound.size() > 0 ? reference.bound.data() : nullptr;
   const double* tight = reference.tight.size() > 0 ? reference.tight.data() : nullptr;
-  const dim3 grid(blocks, static_cast<unsigned>(segments));
-  compare_kernel<<<grid, kThreads, 0, stream>>>(kernel.data(), kernel.cols(), reference.value.data(), bound, tight,
-                                                reference.value.cols(), kernel_segment, ref_segment, rows, cols, format,
-                                                partials);
-  cudaError_t status = cudaGetLastError();
-  if (status == cudaSuccess) {
-    const Reported reported{kernel.data(), reference.value.data(), bound, tight, kernel.cols(), reference.value.cols(),
-                            cols};
-    finish_kernel<<<static_cast<unsigned>(segments), kThreads, 0, stream>>>(partials, blocks, reported, kernel_segment,
-                                                                           ref_segment, results);
+  cudaError_t status = cudaSuccess;
+  // At most 65535 segments a launch (a grid's y extent).
+  for (std::int64_t first = 0; first < segments && status == cudaSuccess; first += 65535) {
+    const std::int64_t count = std::min<std::int64_t>(65535, segments - first);
+    const auto at = [&](const double* base, std::int64_t segment) { return base ? base + first * segment : nullptr; };
+    const dim3 grid(blocks, static_cast<unsigned>(count));
+    compare_kernel<<<grid, kThreads, 0, stream>>>(at(kernel.data(), kernel_segment), kernel.cols(),
+                                                  at(reference.value.data(), ref_segment), at(bound, ref_segment),
+                                                  at(tight, ref_segment), reference.value.cols(), kernel_segment,
+                                                  ref_segment, rows, cols, format, partials + first * blocks);
+    status = cudaGetLastError();
+    if (status != cudaSuccess) break;
+    const Reported reported{at(kernel.data(), kernel_segment), at(reference.value.data(), ref_segment),
+                            at(bound, ref_segment), at(tight, ref_segment), kernel.cols(), reference.value.cols(), cols};
+    finish_kernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(partials + first * blocks, blocks, reported,
+                                                                        kernel_segment, ref_segment, results + first);
     status = cudaGetLastError();
   }
   cudaFreeAsync(partials, stream);

@@ -255,6 +255,8 @@ class GpuHeadEvaluator final : public HeadEvaluator {
 
   Bounded captured(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
                    double scale, DType format) const override {
+    // A format not widened here: converted on the host.
+    if (!gpu::widens(t.dtype)) return resident(HeadEvaluator::captured(t, b, h, rows, scale, format));
     return captured_each({t}, b, h, rows, scale, format)[0];
   }
   std::vector<Bounded> captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b, std::int64_t h,

@@ -229,10 +229,12 @@ void add(DeviceMatrix& into, const DeviceMatrix& x, cudaStream_t stream) {
 void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, std::int64_t tiles,
                  std::int64_t stride, double eta, DeviceMatrix& floor, DeviceMatrix& norm, cudaStream_t stream) {
   if (v.cols() == 0 || tiles == 0) return;
-  const dim3 grid(static_cast<unsigned>(v.cols()), static_cast<unsigned>(tiles));
-  column_sums_kernel<<<grid, kThreads, 0, stream>>>(v.row(first), v.cols(), count, stride, eta, floor.data(),
-                                                    norm.data());
-  FC_CUDA_LAUNCH();
+  for (std::int64_t t = 0; t < tiles; t += 65535) {  // at most 65535 tiles a launch (a grid's y extent)
+    const dim3 grid(static_cast<unsigned>(v.cols()), static_cast<unsigned>(std::min<std::int64_t>(65535, tiles - t)));
+    column_sums_kernel<<<grid, kThreads, 0, stream>>>(v.row(first + t * stride), v.cols(), count, stride, eta,
+                                                      floor.row(t), norm.row(t));
+    FC_CUDA_LAUNCH();
+  }
 }
 
 void mask_bias(const HeadMask& mask, const DeviceMatrix* rows, std::int64_t first_row, const DeviceMatrix* dense,
