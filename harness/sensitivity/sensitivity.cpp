@@ -293,6 +293,7 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
         const CaseDescription d = describe_case(clean->inputs, spec.label(), spec.mask, spec.dist, spec.seed);
         JudgeOptions judge;
         judge.judged_by = options.judged_by;
+        judge.whole_trace = true;  // the clean run's captures are perturbed below
         Judged j = judge_case_keeping(impl, clean->inputs, d, device.get(), false, judge);
         ++result.clean_runs;
         if (progress) progress(++done, total);

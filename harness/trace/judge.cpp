@@ -53,7 +53,8 @@ bool attribution_reads_captures(const CaseResult& result, const TraceRun& run) {
 std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& inputs, const StageGraph& graph,
                              const JudgeOptions& options, bool keep_references) {
   const Problem& p = inputs.problem;
-  if (!impl.on_gpu() || !impl.traces_in_windows() || p.layout.varlen() || keep_references || p.shape.q_len == 0) {
+  if (!impl.on_gpu() || !impl.traces_in_windows() || p.layout.varlen() || keep_references || options.whole_trace ||
+      p.shape.q_len == 0) {
     return 0;
   }
   const std::int64_t tile = std::max<std::int64_t>(graph.query_tile, 1);

@@ -26,6 +26,9 @@ struct JudgeOptions {
   // in windows of this many query rows, each judged and dropped before the next; 0: in windows
   // sized to the device when the whole trace and its captures do not fit it (--window-rows).
   std::int64_t window_rows = 0;
+  // The caller reads the run's captures afterwards (sensitivity perturbs them): never in
+  // windows, whose run keeps no captures but an attributed window's.
+  bool whole_trace = false;
 };
 
 // Comparison and attribution of a finished run (live, or read from a snapshot). `automatic`
