@@ -1,0 +1,175 @@
+#include "harness/trace/windows.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/stopwatch.h"
+#include "harness/trace/repeatability.h"
+#include "reference/gpu/gpu_evaluator.h"
+
+namespace fc {
+
+std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& inputs, const StageGraph& graph,
+                             const JudgeOptions& options, bool keep_references) {
+  const Problem& p = inputs.problem;
+  if (!impl.on_gpu() || !impl.traces_in_windows() || p.layout.varlen() || keep_references || options.whole_trace ||
+      p.shape.q_len == 0) {
+    return 0;
+  }
+  const std::int64_t tile = std::max<std::int64_t>(graph.query_tile, 1);
+  const auto whole_tiles = [&](std::int64_t rows) { return std::max(tile, rows / tile * tile); };
+  if (options.window_rows > 0) return options.window_rows >= p.shape.q_len ? 0 : whole_tiles(options.window_rows);
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  const double per_row = static_cast<double>(impl.trace_bytes(p)) / static_cast<double>(p.shape.q_len);
+  const double budget = 0.35 * static_cast<double>(free);  // the buffers, and as much again for the copies
+  if (per_row * static_cast<double>(p.shape.q_len) <= budget) return 0;
+  return whole_tiles(static_cast<std::int64_t>(budget / per_row));
+}
+
+RowSample rows_in(const RowSample& sample, const Shape& shape, const RowWindow& w) {
+  RowSample part;
+  part.all = false;
+  part.per_head.resize(static_cast<std::size_t>(shape.batch * shape.heads));
+  for (std::size_t bh = 0; bh < part.per_head.size(); ++bh) {
+    std::vector<std::int64_t>& rows = part.per_head[bh];
+    if (sample.all) {
+      for (std::int64_t r = w.first; r < w.first + w.rows; ++r) rows.push_back(r);
+    } else {
+      for (std::int64_t r : sample.per_head[bh]) {
+        if (w.holds(r)) rows.push_back(r);
+      }
+    }
+    part.judged += static_cast<std::int64_t>(rows.size());
+  }
+  return part;
+}
+
+void fold_window(OutputResult& into, const OutputResult& next) {
+  if (next.compared) {
+    if (!into.compared) {
+      into.end_to_end = next.end_to_end;
+      into.local = next.local;
+    } else {
+      merge_any_order(into.end_to_end, next.end_to_end);
+      merge_any_order(into.local, next.local);
+    }
+    into.compared = true;
+  }
+  if (!into.production) merge_flags(into.flags, next.flags, 0);  // first indices are the whole output's already
+  into.present = into.present && next.present;
+  if (into.capture_problem.empty()) into.capture_problem = next.capture_problem;
+  into.compared_with_trace = into.compared_with_trace || next.compared_with_trace;
+}
+
+std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& outputs) {
+  for (const OutputResult& r : outputs) {
+    if (r.passed()) continue;
+    if (r.compared && !r.local.passed()) return r.local.first_over()->index.row;
+    if (r.compared && !r.end_to_end.passed()) return r.end_to_end.first_over()->index.row;
+    for (unsigned long long flat : {r.flags.first_unwritten, r.flags.first_nan}) {
+      if (flat != kNoIndex) return r.index_of(flat).row;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Divergence unreproduced(const std::vector<OutputResult>& outputs) {
+  Divergence d;
+  for (const OutputResult& r : outputs) {
+    if (r.passed()) continue;
+    d.output = r.name;
+    d.stage = r.stage_name;
+    d.cause = "unknown";
+    d.evidence = r.name + " failed in its window of rows, and the window traced again for attribution did not";
+    if (const std::optional<ElementReport>& e = !r.local.passed() ? r.local.first_over() : r.end_to_end.first_over()) {
+      d.index = e->index;
+      d.kernel = e->kernel;
+      d.reference = e->reference;
+      d.bound = e->bound;
+      d.tight = e->tight;
+    }
+    break;
+  }
+  return d;
+}
+
+Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
+                        const DeviceInputs* device, const JudgeOptions& options, std::int64_t window_rows) {
+  Stopwatch total, watch;
+  Judged j;
+  CaseResult& result = j.result;
+  const Problem& p = inputs.problem;
+  const StageGraph graph = impl.stage_graph(p);
+  const RowSample sample = sample_rows(p, graph, options.rows);
+  const std::unique_ptr<EvaluatorSource> gpu =
+      options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
+  const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
+  result.impl = impl.name();
+  result.description = description;
+  result.algorithm = graph.algorithm.describe();
+  result.reference_device = evaluators.device();
+  result.coverage = (sample.all ? std::string("every row") : sample.coverage) + "; traced in windows of " +
+                    std::to_string(window_rows) + " query rows, each judged and dropped before the next";
+  ProductionRun production;
+  if (options.production && impl.has_production_build()) production = run_production(impl, inputs, device, graph);
+  result.phases.production_run = watch.lap();
+  const auto window_of = [&](std::int64_t first) {
+    return RowWindow{first, std::min(window_rows, p.shape.q_len - first)};
+  };
+  for (std::int64_t first = 0; first < p.shape.q_len; first += window_rows) {
+    const RowWindow w = window_of(first);
+    const RowSample part = rows_in(sample, p.shape, w);  // none: its flags alone
+    TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
+    result.phases.traced_run += watch.lap();
+    if (!run.error.empty()) {
+      result.verdict = Verdict::error;
+      result.reason = "query rows " + std::to_string(w.first) + ".." + std::to_string(w.first + w.rows - 1) + ": " +
+                      run.error;
+      result.descriptors = run.descriptors;
+      return j;
+    }
+    run.production = production;
+    const std::vector<OutputResult> outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &part,
+                                                               evaluators.block_elements(), std::nullopt, evaluators);
+    result.phases.evaluation += watch.lap();
+    if (result.outputs.empty()) {
+      result.outputs = outputs;
+      result.descriptors = run.descriptors;
+    } else {
+      for (std::size_t i = 0; i < outputs.size(); ++i) fold_window(result.outputs[i], outputs[i]);
+    }
+  }
+  const bool failed = std::any_of(result.outputs.begin(), result.outputs.end(),
+                                  [](const OutputResult& r) { return !r.passed(); });
+  if (failed) {
+    const std::int64_t row = first_failing_row(result.outputs).value_or(0);
+    const RowWindow w = window_of(row / window_rows * window_rows);
+    TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
+    run.production = production;
+    const RowSample part = rows_in(sample, p.shape, w);
+    const CaseResult attributed = judge_run(impl.name(), inputs, description, run, nullptr, options, &part);
+    if (attributed.verdict == Verdict::error) {
+      result.verdict = Verdict::error;
+      result.reason = "tracing the window of rows " + std::to_string(w.first) + ".. again: " + attributed.reason;
+      return j;
+    }
+    result.divergence = attributed.divergence ? attributed.divergence : unreproduced(result.outputs);
+    result.phases.attribution = watch.lap();
+    if (result.divergence && result.divergence->cause == "unknown") {
+      test_repeatability(impl, inputs, device, run, *result.divergence);
+    }
+    result.phases.repeatability = watch.lap();
+    j.run = std::move(run);
+  }
+  if (!result.divergence) {  // no window kept: the run's graph and calls, for the report
+    j.run.graph = graph;
+    j.run.descriptors = result.descriptors;
+  }
+  result.verdict = failed ? Verdict::diverged : Verdict::pass;
+  result.seconds = total.lap();
+  return j;
+}
+
+}  // namespace fc
