@@ -76,6 +76,7 @@ struct CaseResult {
   std::string algorithm;
   std::string coverage;  // which rows were compared, when not every row (--rows)
   std::string reference_device;  // where the FP64 reference ran: "cpu" or "gpu" (empty: not judged)
+  std::int64_t window_rows = 0;  // > 0: the trace build ran in windows of this many query rows
   Verdict verdict = Verdict::pass;
   std::string reason;  // for error and skipped
   std::vector<OutputResult> outputs;

@@ -148,6 +148,7 @@ Json case_json(const CaseResult& c) {
   j["algorithm"] = c.algorithm;
   j["coverage"] = c.coverage.empty() ? std::string("every row") : c.coverage;
   if (!c.reference_device.empty()) j["reference_device"] = c.reference_device;
+  if (c.window_rows > 0) j["window_rows"] = c.window_rows;
   j["verdict"] = verdict_name(c.verdict);
   j["reason"] = c.reason;
   j["seconds"] = json_number(c.seconds);

@@ -137,3 +137,15 @@ TEST_CASE("device allocations are counted at their peak, frees included", "[repo
 }
 
 }  // namespace fc
+
+namespace fc {
+
+TEST_CASE("a case traced in windows of rows says so in the JSON, and a whole one has no such field", "[reports]") {
+  CaseResult windowed = case_with_nonfinite_numbers(), whole = windowed;
+  windowed.window_rows = 2304;
+  const Json report = report_of({windowed, whole});
+  CHECK(report["cases"][0]["window_rows"] == 2304);
+  CHECK_FALSE(report["cases"][1].contains("window_rows"));
+}
+
+}  // namespace fc

@@ -110,6 +110,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   result.description = description;
   result.algorithm = graph.algorithm.describe();
   result.reference_device = evaluators.device();
+  result.window_rows = window_rows;
   result.coverage = (sample.all ? std::string("every row") : sample.coverage) + "; traced in windows of " +
                     std::to_string(window_rows) + " query rows, each judged and dropped before the next";
   ProductionRun production;
