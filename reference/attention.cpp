@@ -50,14 +50,8 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
                        BiasForm form) {
-  const Shape& s = in.problem.shape;
-  HeadInputs head;
-  head.q = head_rows(in.q, b, h, rows);
-  head.k = head_matrix(in.k, b, s.kv_head_of(h));
-  head.v = head_matrix(in.v, b, s.kv_head_of(h));
-  head.scale = in.problem.scale;
-  head.softcap = in.problem.softcap;
-  set_bias(head, in, b, h, rows, form);
+  HeadInputs head = head_inputs(in, b, h, rows, form, head_kv(in, b, h));
+  head.kv_id = 0;  // its K and V are its own: nothing to keep for another
   return head;
 }
 

@@ -149,7 +149,7 @@ Extent existing_extent(const Problem& problem, const Algorithm& algorithm, const
 }
 
 Dims windowed_dims(Dims dims, const RowWindow& window) {
-  if (!window.whole() && dims.size() >= 3) dims[2] = window.rows;
+  if (dims.size() >= 3) dims[2] = window.held(dims[2]);
   return dims;
 }
 

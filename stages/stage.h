@@ -96,6 +96,8 @@ struct RowWindow {
   std::int64_t first = 0, rows = -1;
   bool whole() const { return rows < 0; }
   bool holds(std::int64_t row) const { return whole() || (row >= first && row < first + rows); }
+  // Rows of each head a capture in it holds, of a head's q_len.
+  std::int64_t held(std::int64_t q_len) const { return whole() ? q_len : rows; }
 };
 // dims [B, H, R(, C)] as a run in `window` captures them.
 Dims windowed_dims(Dims dims, const RowWindow& window);

@@ -4,6 +4,8 @@
 #include <limits>
 #include <map>
 
+#include "reference/attention.h"
+
 namespace fc {
 namespace {
 
@@ -41,30 +43,32 @@ bool usable(const TraceRun& run, const OutputResult& r, std::size_t i) {
 }  // namespace
 
 RowStats reference_row_stats(const HeadInputs& in) {
-  // Row by row: a whole head's scores are S x S doubles.
   RowStats s;
   const auto rows = static_cast<std::size_t>(in.q.rows());
   s.max.resize(rows);
   s.sum.resize(rows);
   s.lse.resize(rows);
-  Eigen::RowVectorXd scores(in.k.rows());
-  for (Eigen::Index i = 0; i < in.q.rows(); ++i) {
-    scores.noalias() = in.scale * (in.q.row(i) * in.k.transpose());
-    for (Eigen::Index j = 0; j < scores.size(); ++j) {
-      if (in.softcap > 0) scores(j) = in.softcap * std::tanh(scores(j) / in.softcap);
-      scores(j) += in.bias_at(i, j);
+  // In blocks of rows (a whole head's scores are S x S doubles), each one GEMM.
+  for (const std::vector<std::int64_t>& block : row_blocks_of(in.q.rows(), in.k.rows())) {
+    const Eigen::Index first = block.front(), count = static_cast<Eigen::Index>(block.size());
+    MatrixR scores = in.scale * (in.q.middleRows(first, count) * in.k.transpose());
+    for (Eigen::Index i = 0; i < count; ++i) {
+      for (Eigen::Index j = 0; j < scores.cols(); ++j) {
+        if (in.softcap > 0) scores(i, j) = in.softcap * std::tanh(scores(i, j) / in.softcap);
+        scores(i, j) += in.bias_at(first + i, j);
+      }
+      const double m = nan_max(scores.row(i).data(), scores.cols());
+      double l = 0;
+      if (std::isnan(m)) {
+        l = m;
+      } else if (m != -kInf) {
+        for (Eigen::Index j = 0; j < scores.cols(); ++j) l += std::exp(scores(i, j) - m);
+      }
+      const auto r = static_cast<std::size_t>(first + i);
+      s.max[r] = m;
+      s.sum[r] = l;
+      s.lse[r] = l > 0 ? m + std::log(l) : (std::isnan(l) ? l : -kInf);
     }
-    const double m = nan_max(scores.data(), scores.size());
-    double l = 0;
-    if (std::isnan(m)) {
-      l = m;
-    } else if (m != -kInf) {
-      for (Eigen::Index j = 0; j < scores.size(); ++j) l += std::exp(scores(j) - m);
-    }
-    const auto r = static_cast<std::size_t>(i);
-    s.max[r] = m;
-    s.sum[r] = l;
-    s.lse[r] = l > 0 ? m + std::log(l) : (std::isnan(l) ? l : -kInf);
   }
   return s;
 }

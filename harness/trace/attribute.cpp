@@ -32,22 +32,26 @@ bool written_before(const TraceRun& run, std::size_t captured_index) {
   return false;
 }
 
-struct Failure {
-  ElementReport element;
-  bool stage_local = false;
-  double bound = 0;  // the deciding bound of the element (tight, unless judged by the worst case)
-};
-
 Failure failure_of(const Metrics& m, bool stage_local) {
   const ElementReport& e = *m.first_over();
   return {e, stage_local, m.judged_by == BoundChoice::tight ? e.tight : e.bound};
 }
 
-std::optional<Failure> failing_element(const OutputResult& r) {
-  if (!r.compared) return std::nullopt;
-  if (!r.local.passed()) return failure_of(r.local, true);
-  if (!r.end_to_end.passed()) return failure_of(r.end_to_end, false);
-  return std::nullopt;
+
+// Where element `at` of output r sits in its capture's storage (a capture of a window of rows
+// holds those alone), or -1 where the capture does not hold it.
+std::int64_t stored_index(const Captured& c, const OutputResult& r, const Index4& at) {
+  const HostTensor& t = c.tensor;
+  const Dims& d = t.dims();
+  const std::int64_t row = held_row(c, at.row);
+  if (t.empty() || at.b < 0 || row < 0 || (d.size() != 3 && d.size() != 4)) return -1;
+  std::int64_t flat = (at.b * d[1] + at.h) * d[2] + row;
+  if (d.size() == 4) {
+    const std::int64_t col = at.col - r.col_offset;
+    if (col < 0 || col >= d[3]) return -1;
+    flat = flat * d[3] + col;
+  }
+  return flat < t.numel() ? flat : -1;
 }
 
 // The score of the failing element's row and column, when a scores stage was captured.
@@ -56,12 +60,9 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
     if (r.quantity != Quantity::scores || r.split != failing.split || r.tile != failing.tile) continue;
-    const Captured& c = run.captured[i];
-    const HostTensor& t = c.tensor;
-    const std::int64_t row = held_row(c, at.row);
-    if (t.empty() || at.col < r.col_offset || row < 0) return std::nullopt;
-    const std::int64_t col = at.col - r.col_offset;
-    return t.get(((at.b * r.dims[1] + at.h) * t.dims()[2] + row) * r.dims[3] + col) * r.value_scale;
+    const std::int64_t at_stored = stored_index(run.captured[i], r, at);
+    if (at_stored < 0) return std::nullopt;
+    return run.captured[i].tensor.get(at_stored) * r.value_scale;
   }
   return std::nullopt;
 }
@@ -95,10 +96,9 @@ std::optional<std::size_t> unchanged_since(const TraceRun& run, std::size_t i) {
 bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& outputs, const Index4& at) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
-    const HostTensor& t = run.captured[i].tensor;
-    const std::int64_t row = held_row(run.captured[i], at.row);
-    if (r.quantity != Quantity::partial_lse || t.empty() || row < 0) continue;
-    if (t.get((at.b * r.dims[1] + at.h) * t.dims()[2] + row) == -kInf) return true;
+    if (r.quantity != Quantity::partial_lse) continue;
+    const std::int64_t at_stored = stored_index(run.captured[i], r, at);
+    if (at_stored >= 0 && run.captured[i].tensor.get(at_stored) == -kInf) return true;
   }
   return false;
 }
@@ -106,12 +106,8 @@ bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& o
 // Does element `at` of output i still hold its own buffer's poison (a NaN no stage computed)?
 bool holds_own_poison(const TraceRun& run, std::size_t i, const OutputResult& r, const Index4& at) {
   const HostTensor& t = run.captured[i].tensor;
-  if (t.empty() || at.b < 0 || (r.dims.size() != 3 && r.dims.size() != 4)) return false;
-  const std::int64_t row = held_row(run.captured[i], at.row);
-  if (row < 0) return false;
-  std::int64_t flat = (at.b * r.dims[1] + at.h) * t.dims()[2] + row;
-  if (r.dims.size() == 4) flat = flat * r.dims[3] + (at.col - r.col_offset);
-  if (flat < 0 || flat >= t.numel()) return false;
+  const std::int64_t flat = stored_index(run.captured[i], r, at);
+  if (flat < 0) return false;
   const std::uint32_t bits = dtype_size(t.dtype()) == 4 ? t.data_as<std::uint32_t>()[flat]
                              : dtype_size(t.dtype()) == 2 ? t.data_as<std::uint16_t>()[flat]
                                                           : 0u;
@@ -309,6 +305,22 @@ Divergence attribute_production(const TraceRun& run, const OutputResult& r, cons
 
 }  // namespace
 
+std::optional<Failure> failing_element(const OutputResult& r) {
+  if (!r.compared) return std::nullopt;
+  if (!r.local.passed()) return failure_of(r.local, true);
+  if (!r.end_to_end.passed()) return failure_of(r.end_to_end, false);
+  return std::nullopt;
+}
+
+void name_element(Divergence& d, const Failure& f) {
+  d.index = f.element.index;
+  d.kernel = f.element.kernel;
+  d.reference = f.element.reference;
+  d.bound = f.element.bound;
+  d.tight = f.element.tight;
+  d.stage_local = f.stage_local;
+}
+
 std::optional<InputDefect> find_input_defect(const AttentionInputs& inputs) {
   const std::pair<const char*, const HostTensor*> tensors[] = {{"q", &inputs.q}, {"k", &inputs.k}, {"v", &inputs.v}};
   for (const auto& [name, t] : tensors) {
@@ -358,11 +370,8 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
         d.evidence = "cuBLASLt " + report.record.name + ": " + finding.message + " (lint rule " + finding.rule +
                      (report.launched ? ")" : "; the call was not launched)");
         if (const std::optional<Failure> f = failing_element(r)) {
-          d.index = f->element.index;
-          d.kernel = f->element.kernel;
-          d.reference = f->element.reference;
-          d.bound = f->element.bound;
-          d.tight = f->element.tight;
+          name_element(d, *f);
+          d.stage_local = false;  // a lint finding, whichever comparison failed
         }
         return d;
       }
@@ -397,13 +406,10 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
       }
     }
     if ((r.flags.unwritten > 0 || r.flags.nan > 0) && (!f || !std::isfinite(f->element.kernel))) {
-      d.index = f ? f->element.index : r.index_of(r.flags.unwritten > 0 ? r.flags.first_unwritten : r.flags.first_nan);
       if (f) {
-        d.kernel = f->element.kernel;
-        d.reference = f->element.reference;
-        d.bound = f->element.bound;
-        d.tight = f->element.tight;
-        d.stage_local = f->stage_local;
+        name_element(d, *f);
+      } else {
+        d.index = r.index_of(r.flags.unwritten > 0 ? r.flags.first_unwritten : r.flags.first_nan);
       }
       if (in_place_read_of_unwritten(d, run, i, r)) return d;
     }
@@ -424,12 +430,7 @@ std::optional<Divergence> first_divergence(const AttentionInputs& inputs, const 
       return d;
     }
     if (!f) continue;  // unreachable: a failing output has a failing element or a flag above
-    d.index = f->element.index;
-    d.stage_local = f->stage_local;
-    d.kernel = f->element.kernel;
-    d.reference = f->element.reference;
-    d.bound = f->element.bound;
-    d.tight = f->element.tight;
+    name_element(d, *f);
     d.row = row_context(inputs, d.index.b, d.index.h, d.index.row);
     if (const std::optional<InputDefect> defect = find_input_defect(inputs)) {
       d.cause = defect->nan ? "input-nan" : "input-inf";

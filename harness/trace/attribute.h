@@ -34,6 +34,17 @@ std::optional<Divergence> attribute(const AttentionInputs& inputs, const TraceRu
                                     const std::vector<OutputResult>& outputs, const ReferenceSource& references,
                                     const RowSample* rows = nullptr);
 
+// The element attribution names for a failed output: the stage-local comparison's first
+// over the deciding bound, else the end-to-end one's (none when neither failed).
+struct Failure {
+  ElementReport element;
+  bool stage_local = false;
+  double bound = 0;  // the deciding bound of the element (tight, unless judged by the worst case)
+};
+std::optional<Failure> failing_element(const OutputResult& r);
+// d names f's element: its index, values and bounds, and which comparison found it.
+void name_element(Divergence& d, const Failure& f);
+
 // The reference's view of one row: its max and sum over the whole row, keys attended.
 RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64_t h, std::int64_t row);
 

@@ -65,17 +65,16 @@ void set_rows(HostTensor& t, std::int64_t b, std::int64_t h, const std::vector<s
   set_head_rows(t, b, h, *rows, m.topRows(static_cast<Eigen::Index>(rows->size())));
 }
 
-// `rows` (the head's query rows, or null: every row) as rows of capture c's storage: a
-// capture of a window of rows holds them from the window's first.
-const std::vector<std::int64_t>* held_rows(const Captured& c, const std::vector<std::int64_t>* rows,
+// `rows` (the head's query rows, or null: every row) as rows of the storage of a capture in
+// `window`, which holds them from the window's first.
+const std::vector<std::int64_t>* held_rows(const RowWindow& window, const std::vector<std::int64_t>* rows,
                                            std::vector<std::int64_t>& storage) {
-  if (c.window.whole()) return rows;
+  if (window.whole()) return rows;
   if (!rows) throw Error("a capture of a window of query rows judged for every row");
   storage.clear();
   for (std::int64_t r : *rows) {
-    const std::int64_t at = held_row(c, r);
-    if (at < 0) throw Error("query row " + std::to_string(r) + " judged outside the captured window");
-    storage.push_back(at);
+    if (!window.holds(r)) throw Error("query row " + std::to_string(r) + " judged outside the captured window");
+    storage.push_back(r - window.first);
   }
   return &storage;
 }
@@ -154,9 +153,10 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
     std::vector<CapturedTensor> tensors;
     double scale;
     DType format;
-    std::vector<std::int64_t> held;  // the rows in a windowed capture's storage
-    bool windowed = false;
   };
+  // The trace build's captures hold the run's window of rows.
+  std::vector<std::int64_t> storage;
+  const std::vector<std::int64_t>* at = held_rows(run.window, rows, storage);
   std::map<std::tuple<Quantity, int, Dims, DType, double>, Group> groups;
   for (const Captured& c : run.captured) {
     if (!comparable(c)) continue;
@@ -174,19 +174,15 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
       g.tensors.push_back(copy);
       g.scale = out.value_scale;
       g.format = out.dtype;
-      g.windowed = !c.window.whole();
-      held_rows(c, rows, g.held);  // a run's captures share its window
       continue;
     }
-    std::vector<std::int64_t> storage;
-    MatrixR values = captured_on_host(copy, b, h, held_rows(c, rows, storage), out.value_scale, out.dtype).value;
+    MatrixR values = captured_on_host(copy, b, h, at, out.value_scale, out.dtype).value;
     const Bounded& reference = e2e.at(key);
     values = within_extent(values, ev ? ev->to_host(reference).value : reference.value, extent);
     const Bounded exact = Bounded::exact(std::move(values), out.dtype);
     kernel[key] = ev ? ev->resident(exact) : exact;
   }
   for (auto& [what, g] : groups) {
-    const std::vector<std::int64_t>* at = g.windowed ? &g.held : rows;
     std::vector<Bounded> values;
     if (ev) {
       values = ev->captured_each(g.tensors, b, h, at, g.scale, g.format);
@@ -198,21 +194,45 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
   return kernel;
 }
 
+std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
+                                             const QuantityMap& e2e, const QuantityMap& kernel,
+                                             const LocalReference& local,
+                                             const std::vector<LocalReference::OutputRef>& outputs,
+                                             const std::vector<HeadSpot>& spots, BoundChoice judged_by) {
+  std::vector<OutputComparison> c(outputs.size());
+  const std::vector<Bounded> locals = local.evaluate_all(outputs);
+  // Against both references in one call: end to end first, then stage-local.
+  std::vector<HeadEvaluator::CompareItem> items;
+  for (int against_local = 0; against_local < 2; ++against_local) {
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      const Stage& stage = *outputs[j].first;
+      const StageOutput& out = *outputs[j].second;
+      const QuantityKey key = key_of(stage, out);
+      if (against_local) {
+        c[j].local_reference = locals[j];
+      } else {
+        c[j].end_to_end_reference = e2e.at(key);
+      }
+      // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+      Extent e = existing_extent(problem, graph.algorithm, stage, out, spots[j].b);
+      if (spots[j].rows) e.rows = static_cast<std::int64_t>(spots[j].rows->size());  // existing rows only
+      const Bounded& reference = against_local ? c[j].local_reference : c[j].end_to_end_reference;
+      items.push_back({spots[j], &kernel.at(key), &reference, e.rows, e.cols, out.dtype});
+    }
+  }
+  const std::vector<Metrics> metrics = ev.compare_each(items, judged_by);
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    c[j].end_to_end = metrics[j];
+    c[j].local = metrics[outputs.size() + j];
+  }
+  return c;
+}
+
 OutputComparison compare_output(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
                                 const QuantityMap& e2e, const QuantityMap& kernel, const LocalReference& local,
                                 const Stage& stage, const StageOutput& output, const HeadSpot& spot,
                                 BoundChoice judged_by) {
-  const QuantityKey key = key_of(stage, output);
-  OutputComparison c;
-  c.end_to_end_reference = e2e.at(key);
-  c.local_reference = local.evaluate(stage, output);
-  // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
-  Extent e = existing_extent(problem, graph.algorithm, stage, output, spot.b);
-  if (spot.rows) e.rows = static_cast<std::int64_t>(spot.rows->size());  // a sample holds existing rows only
-  const Bounded& kept = kernel.at(key);
-  c.end_to_end = ev.compare(spot, kept, c.end_to_end_reference, e.rows, e.cols, output.dtype, judged_by);
-  c.local = ev.compare(spot, kept, c.local_reference, e.rows, e.cols, output.dtype, judged_by);
-  return c;
+  return compare_outputs(ev, problem, graph, e2e, kernel, local, {{&stage, &output}}, {spot}, judged_by)[0];
 }
 
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
@@ -310,27 +330,15 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       spot.rows = rows;
       spots.push_back(spot);
     }
-    const std::vector<Bounded> locals = local.evaluate_all(outputs);
-    std::vector<HeadEvaluator::CompareItem> against_e2e, against_local;
-    for (std::size_t j = 0; j < judged.size(); ++j) {
-      const Stage& stage = *outputs[j].first;
-      const StageOutput& out = *outputs[j].second;
-      const QuantityKey key = key_of(stage, out);
-      // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
-      Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
-      if (rows) e.rows = static_cast<std::int64_t>(rows->size());  // a sample holds existing rows only
-      const Bounded& kept = kernel.at(key);
-      against_e2e.push_back({spots[j], &kept, &e2e.at(key), e.rows, e.cols, out.dtype});
-      against_local.push_back({spots[j], &kept, &locals[j], e.rows, e.cols, out.dtype});
-    }
-    const std::vector<Metrics> e2e_metrics = ev->compare_each(against_e2e, judged_by);
-    const std::vector<Metrics> local_metrics = ev->compare_each(against_local, judged_by);
+    const std::vector<OutputComparison> compared =
+        compare_outputs(*ev, inputs.problem, graph, e2e, kernel, local, outputs, spots, judged_by);
     mine.assign(traced.size(), HeadMetrics{});
     for (std::size_t j = 0; j < judged.size(); ++j) {
-      mine[judged[j]] = {e2e_metrics[j], local_metrics[j]};
+      const OutputComparison& m = compared[j];
+      mine[judged[j]] = {m.end_to_end, m.local};
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[traced[judged[j]]];
-        const Bounded e2e_ref = ev->to_host(*against_e2e[j].reference), local_ref = ev->to_host(locals[j]);
+        const Bounded e2e_ref = ev->to_host(m.end_to_end_reference), local_ref = ev->to_host(m.local_reference);
         set_rows(refs.end_to_end, b, h, rows, e2e_ref.value);
         set_rows(refs.end_to_end_bound, b, h, rows, e2e_ref.bound);
         set_rows(refs.end_to_end_tight, b, h, rows, e2e_ref.tight);
@@ -353,7 +361,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       if (rows) e.rows = static_cast<std::int64_t>(rows->size());
       const auto values = [&](const Captured& t) {
         std::vector<std::int64_t> held;
-        return ev->captured(copy_of(t), b, h, held_rows(t, rows, held), out.value_scale, out.dtype);
+        return ev->captured(copy_of(t), b, h, held_rows(t.window, rows, held), out.value_scale, out.dtype);
       };
       const Bounded produced_values = values(c);
       HeadMetrics m{ev->compare(spot, produced_values, e2e.at(key_of(stage, out)), e.rows, e.cols, out.dtype, judged_by),

@@ -34,11 +34,17 @@ struct OutputComparison {
   Bounded end_to_end_reference, local_reference;
 };
 // `local` is the head's stage-local reference: one for all of a head's outputs, so that a
-// stage's outputs share its evaluation.
+// stage's outputs share its evaluation. compare_outputs compares many outputs of the head at
+// once (their stage-local references evaluated as one batch, every metric read back at once).
 OutputComparison compare_output(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
                                 const QuantityMap& e2e, const QuantityMap& kernel, const LocalReference& local,
                                 const Stage& stage, const StageOutput& output, const HeadSpot& spot,
                                 BoundChoice judged_by);
+std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Problem& problem, const StageGraph& graph,
+                                             const QuantityMap& e2e, const QuantityMap& kernel,
+                                             const LocalReference& local,
+                                             const std::vector<LocalReference::OutputRef>& outputs,
+                                             const std::vector<HeadSpot>& spots, BoundChoice judged_by);
 
 // `references`, when given, receives one entry per captured output (for snapshots; rows
 // a sample leaves out stay 0). `sample`, when given and not `all`, limits every comparison

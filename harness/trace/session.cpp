@@ -67,9 +67,9 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
 
 std::size_t trace_bytes_in(const Implementation& impl, const Problem& problem, const RowWindow& window) {
   const std::size_t whole = impl.trace_bytes(problem);
-  if (window.whole() || problem.shape.q_len == 0) return whole;
+  if (problem.shape.q_len == 0) return whole;
   // The buffers hold every row alike.
-  return static_cast<std::size_t>(static_cast<double>(whole) * static_cast<double>(window.rows) /
+  return static_cast<std::size_t>(static_cast<double>(whole) * static_cast<double>(window.held(problem.shape.q_len)) /
                                   static_cast<double>(problem.shape.q_len));
 }
 

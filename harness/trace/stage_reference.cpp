@@ -77,7 +77,17 @@ QuantityMap end_to_end_reference(const HeadEvaluator& ev, const Shape& shape, co
 
 LocalReference::LocalReference(const HeadEvaluator& ev, const Shape& shape, const StageGraph& graph,
                                const QuantityMap& end_to_end, const QuantityMap& kernel, std::int64_t keys)
-    : ev_(ev), in_(ev.inputs()), shape_(shape), graph_(graph), e2e_(end_to_end), kernel_(kernel), keys_(keys) {}
+    : ev_(ev),
+      in_(ev.inputs()),
+      shape_(shape),
+      graph_(graph),
+      e2e_(end_to_end),
+      kernel_(kernel),
+      keys_(keys),
+      no_max_(ev.resident(Bounded::exact(MatrixR::Constant(in_.q.rows(), 1, -std::numeric_limits<double>::infinity()),
+                                         DType::f32))),
+      no_sum_(ev.resident(Bounded::exact(MatrixR::Zero(in_.q.rows(), 1), DType::f32))),
+      no_acc_(ev.resident(Bounded::exact(MatrixR::Zero(in_.q.rows(), shape.head_dim), DType::f32))) {}
 
 const Bounded& LocalReference::input(Quantity q, int split, int tile) const {
   const QuantityKey key{q, split, tile};
@@ -87,29 +97,31 @@ const Bounded& LocalReference::input(Quantity q, int split, int tile) const {
               std::to_string(tile));
 }
 
-Bounded LocalReference::initial_rows(double value) const {
-  return Bounded::exact(MatrixR::Constant(in_.q.rows(), 1, value), DType::f32);
-}
-
 int LocalReference::last_tile(int split) const {
   const KeyRange range = tile_columns(shape_, graph_.algorithm, split, -1);
   return static_cast<int>(tile_count(range.begin, std::min(range.end, keys_), graph_.algorithm.tile_width)) - 1;
 }
 
-// p v over the value rows of the keys of (split, tile) (+ acc).
-Bounded LocalReference::pv(const Bounded& p, int split, int tile, const Bounded* acc) const {
-  const KeyRange cols = tile_columns(shape_, graph_.algorithm, split, tile);
-  return ev_.pv(p, cols.begin, cols.end, acc, graph_.arithmetic.pv);
+HeadEvaluator::OnlineSoftmaxItem LocalReference::softmax_item(int split, int tile) const {
+  const bool first = tile == 0;
+  return {&input(Quantity::scores, split, tile), first ? &no_max_ : &input(Quantity::row_max, split, tile - 1),
+          first ? &no_sum_ : &input(Quantity::row_sum, split, tile - 1)};
 }
 
-// The accumulator a tile's p~ v is added to: captured after the rescale stage if the kernel
-// has one, zero before the first tile, or else the rescale evaluated from captured values.
-Bounded LocalReference::rescaled_input(int split, int tile) const {
-  const QuantityKey key{Quantity::rescaled_acc, split, tile};
-  if (auto it = kernel_.find(key); it != kernel_.end()) return it->second;
-  if (tile == 0) return Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32);
-  return ev_.rescale(input(Quantity::acc, split, tile - 1), input(Quantity::row_max, split, tile - 1),
-                     input(Quantity::row_max, split, tile), graph_.arithmetic.rescale);
+HeadEvaluator::RescaleItem LocalReference::rescale_item(int split, int tile) const {
+  const bool first = tile == 0;
+  return {first ? &no_acc_ : &input(Quantity::acc, split, tile - 1),
+          first ? &no_max_ : &input(Quantity::row_max, split, tile - 1), &input(Quantity::row_max, split, tile)};
+}
+
+const Bounded* LocalReference::rescaled_held(int split, int tile) const {
+  if (auto it = kernel_.find({Quantity::rescaled_acc, split, tile}); it != kernel_.end()) return &it->second;
+  return tile == 0 ? &no_acc_ : nullptr;
+}
+
+HeadEvaluator::PvItem LocalReference::pv_item(int split, int tile, const Bounded* acc) const {
+  const KeyRange cols = tile_columns(shape_, graph_.algorithm, split, tile);
+  return {&input(Quantity::p_tilde, split, tile), cols.begin, cols.end, acc};
 }
 
 const SoftmaxResult& LocalReference::softmax(int split) const {
@@ -121,20 +133,15 @@ const SoftmaxResult& LocalReference::softmax(int split) const {
 }
 
 const OnlineSoftmaxResult& LocalReference::online_softmax(int split, int tile) const {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   const std::pair<int, int> at{split, tile};
   if (!online_ || online_->first != at) {
     online_.reset();
-    const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
-    const Bounded prev_sum = tile == 0 ? initial_rows(0) : input(Quantity::row_sum, split, tile - 1);
-    online_.emplace(at, ev_.online_softmax(input(Quantity::scores, split, tile), prev_max, prev_sum,
-                                           graph_.arithmetic.softmax));
+    online_.emplace(at, ev_.online_softmax_each({softmax_item(split, tile)}, graph_.arithmetic.softmax)[0]);
   }
   return online_->second;
 }
 
 std::vector<Bounded> LocalReference::evaluate_all(const std::vector<OutputRef>& outputs) const {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   const ChainArithmetic& a = graph_.arithmetic;
   using Tile = std::pair<int, int>;  // split, tile
   const auto tile_of = [](const OutputRef& o) { return Tile{o.first->split, o.first->tile}; };
@@ -160,45 +167,24 @@ std::vector<Bounded> LocalReference::evaluate_all(const std::vector<OutputRef>& 
     if (tiled(o, {Quantity::rescaled_acc})) add(rescale_tiles, tile_of(o));
     if (tiled(o, {Quantity::acc})) add(acc_tiles, tile_of(o));
   }
-  // Constants the items point at, kept where they do not move.
-  const Bounded no_max = initial_rows(-kInf), no_sum = initial_rows(0);
-  const Bounded no_acc = Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32);
-
   std::vector<HeadEvaluator::OnlineSoftmaxItem> softmax_items;
-  for (const Tile& t : softmax_tiles.order) {
-    const bool first = t.second == 0;
-    softmax_items.push_back({&input(Quantity::scores, t.first, t.second),
-                             first ? &no_max : &input(Quantity::row_max, t.first, t.second - 1),
-                             first ? &no_sum : &input(Quantity::row_sum, t.first, t.second - 1)});
-  }
+  for (const Tile& t : softmax_tiles.order) softmax_items.push_back(softmax_item(t.first, t.second));
   const std::vector<OnlineSoftmaxResult> softmaxes = ev_.online_softmax_each(softmax_items, a.softmax);
 
-  // The rescale stages asked for, and those the acc stages need: the rescale evaluated from
-  // captured values where the kernel has no rescale output (rescaled_input).
+  // The rescale stages asked for, and those the acc stages need evaluated (rescaled_held).
   Tiles rescaled_needed = rescale_tiles;
   for (const Tile& t : acc_tiles.order) {
-    if (t.second > 0 && kernel_.count({Quantity::rescaled_acc, t.first, t.second}) == 0) add(rescaled_needed, t);
+    if (!rescaled_held(t.first, t.second)) add(rescaled_needed, t);
   }
   std::vector<HeadEvaluator::RescaleItem> rescale_items;
-  for (const Tile& t : rescaled_needed.order) {
-    const bool first = t.second == 0;
-    rescale_items.push_back({first ? &no_acc : &input(Quantity::acc, t.first, t.second - 1),
-                             first ? &no_max : &input(Quantity::row_max, t.first, t.second - 1),
-                             &input(Quantity::row_max, t.first, t.second)});
-  }
+  for (const Tile& t : rescaled_needed.order) rescale_items.push_back(rescale_item(t.first, t.second));
   const std::vector<Bounded> rescaled = ev_.rescale_each(rescale_items, a.rescale);
   const auto rescaled_of = [&](Tile t) -> const Bounded& { return rescaled[rescaled_needed.at(t)]; };
 
   std::vector<HeadEvaluator::PvItem> pv_items;
   for (const Tile& t : acc_tiles.order) {
-    const KeyRange cols = tile_columns(shape_, graph_.algorithm, t.first, t.second);
-    const Bounded* acc = nullptr;
-    if (auto it = kernel_.find({Quantity::rescaled_acc, t.first, t.second}); it != kernel_.end()) {
-      acc = &it->second;
-    } else {
-      acc = t.second == 0 ? &no_acc : &rescaled_of(t);
-    }
-    pv_items.push_back({&input(Quantity::p_tilde, t.first, t.second), cols.begin, cols.end, acc});
+    const Bounded* held = rescaled_held(t.first, t.second);
+    pv_items.push_back(pv_item(t.first, t.second, held ? held : &rescaled_of(t)));
   }
   const std::vector<Bounded> accs = ev_.pv_each(pv_items, a.pv);
 
@@ -224,7 +210,6 @@ std::vector<Bounded> LocalReference::evaluate_all(const std::vector<OutputRef>& 
 Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) const {
   const ChainArithmetic& a = graph_.arithmetic;
   const int split = stage.split, tile = stage.tile;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   switch (output.quantity) {
     case Quantity::scores:
       return e2e_.at({Quantity::scores, split, tile});
@@ -241,15 +226,12 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
       if (output.quantity == Quantity::p_tilde) return r.p_tilde;
       return output.quantity == Quantity::row_max ? r.max : r.sum;
     }
-    case Quantity::rescaled_acc: {
-      const Bounded acc = tile == 0 ? Bounded::exact(MatrixR::Zero(in_.q.rows(), shape_.head_dim), DType::f32)
-                                    : input(Quantity::acc, split, tile - 1);
-      const Bounded prev_max = tile == 0 ? initial_rows(-kInf) : input(Quantity::row_max, split, tile - 1);
-      return ev_.rescale(acc, prev_max, input(Quantity::row_max, split, tile), a.rescale);
-    }
+    case Quantity::rescaled_acc:
+      return ev_.rescale_each({rescale_item(split, tile)}, a.rescale)[0];
     case Quantity::acc: {
-      const Bounded rescaled = rescaled_input(split, tile);
-      return pv(input(Quantity::p_tilde, split, tile), split, tile, &rescaled);
+      const Bounded* held = rescaled_held(split, tile);
+      const Bounded rescaled = held ? Bounded() : ev_.rescale_each({rescale_item(split, tile)}, a.rescale)[0];
+      return ev_.pv_each({pv_item(split, tile, held ? held : &rescaled)}, a.pv)[0];
     }
     case Quantity::partial_output:
     case Quantity::partial_lse: {

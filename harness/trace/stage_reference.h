@@ -49,10 +49,16 @@ class LocalReference {
   const SoftmaxResult& softmax(int split) const;
   const OnlineSoftmaxResult& online_softmax(int split, int tile) const;
   const Bounded& input(Quantity q, int split, int tile) const;
-  Bounded rescaled_input(int split, int tile) const;
-  Bounded initial_rows(double value) const;
+  // What each tiled stage function of (split, tile) reads: the kernel's captures where they
+  // exist, the end-to-end chain's otherwise, and before the first tile max -inf, sum 0 and
+  // a zero accumulator.
+  HeadEvaluator::OnlineSoftmaxItem softmax_item(int split, int tile) const;
+  HeadEvaluator::RescaleItem rescale_item(int split, int tile) const;
+  // The accumulator tile's P.V adds to when it is not evaluated: the kernel's rescale output,
+  // or zero before the first tile (null: the rescale is evaluated, rescale_item).
+  const Bounded* rescaled_held(int split, int tile) const;
+  HeadEvaluator::PvItem pv_item(int split, int tile, const Bounded* acc) const;
   int last_tile(int split) const;
-  Bounded pv(const Bounded& p, int split, int tile, const Bounded* acc) const;
 
   const HeadEvaluator& ev_;
   const HeadInputs& in_;
@@ -61,6 +67,7 @@ class LocalReference {
   const QuantityMap& e2e_;
   const QuantityMap& kernel_;
   std::int64_t keys_;
+  Bounded no_max_, no_sum_, no_acc_;  // before the first tile, where the evaluator works
   // The last softmax and online softmax evaluated: a stage's outputs (p, max, sum) are asked
   // for one after another, and each would evaluate the same function again.
   mutable std::optional<std::pair<int, SoftmaxResult>> softmax_;                        // split

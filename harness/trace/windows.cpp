@@ -1,9 +1,11 @@
 #include "harness/trace/windows.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/check.h"
 #include "core/stopwatch.h"
+#include "harness/trace/attribute.h"
 #include "harness/trace/repeatability.h"
 #include "reference/gpu/gpu_evaluator.h"
 
@@ -65,8 +67,7 @@ void fold_window(OutputResult& into, const OutputResult& next) {
 std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& outputs) {
   for (const OutputResult& r : outputs) {
     if (r.passed()) continue;
-    if (r.compared && !r.local.passed()) return r.local.first_over()->index.row;
-    if (r.compared && !r.end_to_end.passed()) return r.end_to_end.first_over()->index.row;
+    if (const std::optional<Failure> f = failing_element(r)) return f->element.index.row;
     for (unsigned long long flat : {r.flags.first_unwritten, r.flags.first_nan}) {
       if (flat != kNoIndex) return r.index_of(flat).row;
     }
@@ -83,13 +84,7 @@ Divergence unreproduced(const std::vector<OutputResult>& outputs) {
     d.stage = r.stage_name;
     d.cause = "unknown";
     d.evidence = r.name + " failed in its window of rows, and the window traced again for attribution did not";
-    if (const std::optional<ElementReport>& e = !r.local.passed() ? r.local.first_over() : r.end_to_end.first_over()) {
-      d.index = e->index;
-      d.kernel = e->kernel;
-      d.reference = e->reference;
-      d.bound = e->bound;
-      d.tight = e->tight;
-    }
+    if (const std::optional<Failure> f = failing_element(r)) name_element(d, *f);
     break;
   }
   return d;
@@ -131,9 +126,10 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
       result.descriptors = run.descriptors;
       return j;
     }
-    run.production = production;
+    run.production = std::move(production);  // lent to each window, never copied
     const std::vector<OutputResult> outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &part,
                                                                evaluators.block_elements(), std::nullopt, evaluators);
+    production = std::move(run.production);
     result.phases.evaluation += watch.lap();
     if (result.outputs.empty()) {
       result.outputs = outputs;
@@ -148,7 +144,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
     const std::int64_t row = first_failing_row(result.outputs).value_or(0);
     const RowWindow w = window_of(row / window_rows * window_rows);
     TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
-    run.production = production;
+    run.production = std::move(production);
     const RowSample part = rows_in(sample, p.shape, w);
     const CaseResult attributed = judge_run(impl.name(), inputs, description, run, nullptr, options, &part);
     if (attributed.verdict == Verdict::error) {

@@ -8,7 +8,7 @@ namespace fc {
 namespace {
 // Rows of every head, or of a window of each.
 std::int64_t rows_of(const Shape& s, const RowWindow& window = {}) {
-  return s.batch * s.heads * (window.whole() ? s.q_len : window.rows);
+  return s.batch * s.heads * window.held(s.q_len);
 }
 }  // namespace
 

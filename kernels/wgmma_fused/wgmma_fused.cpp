@@ -13,7 +13,7 @@
 namespace fc {
 namespace {
 
-class WgmmaFused final : public Implementation {
+class WgmmaFused final : public FlashImplementation {
  public:
   std::string name() const override { return "wgmma-fused"; }
   std::string summary() const override {
@@ -21,24 +21,15 @@ class WgmmaFused final : public Implementation {
            "mbarriers, 128 rows x 64 keys a tile, online softmax in registers, lse; padded or packed varlen inputs, "
            "the paged KV cache (blocks of 8 keys or more); D 64 and 128";
   }
-  bool on_gpu() const override { return true; }
   std::vector<std::string> faults() const override {
     return {"missing-mbarrier-wait", "mbarrier-wrong-phase", "production-epilogue-scale"};
   }
   std::optional<std::string> unsupported(const Problem& p) const override { return wgmma_unsupported(p); }
-  StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
-  std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
-  bool traces_in_windows() const override { return true; }
-  void set_trace_window(const RowWindow& window) override { outputs_.window = window; }
-  void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
     const Shape& s = p.shape;
     const DeviceInputs& in = *ctx.device;
-    FlashParams params = flash_params(p, in);
-    outputs_.bind(params, p, ctx.traced());
-    params.production_scaled = faulty("production-epilogue-scale");
-    read_input_layouts(params, p, in);
+    const FlashParams params = launch_params(ctx);
     InputExtents extents;  // what the tensor maps span
     const std::size_t row = static_cast<std::size_t>(s.head_dim) * 2;
     if (p.layout.varlen()) {
@@ -51,11 +42,8 @@ class WgmmaFused final : public Implementation {
     if (faulty("mbarrier-wrong-phase")) variant.fault = PipelineFault::wrong_phase;
     variant.trace = ctx.traced();
     launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, extents, ctx.stream);
-    if (ctx.tap) outputs_.capture(*ctx.tap, p, ctx.traced());
+    capture(ctx);
   }
-
- private:
-  FlashOutputs outputs_;
 };
 
 }  // namespace

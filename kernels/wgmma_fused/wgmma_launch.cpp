@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "kernels/wmma_fused/flash_launch.h"
+#include "kernels/wmma_fused/flash_outputs.h"
 #include "stages/device_info.h"
 
 namespace fc {
@@ -86,13 +87,10 @@ std::optional<std::string> wgmma_unsupported(const Problem& p) {
   const std::int64_t d = p.shape.head_dim;
   if (d != 64 && d != 128) return "head dim " + std::to_string(d) + " not built (64, 128); wmma-fused has 32 to 256";
   if (p.dtype != DType::f16 && p.dtype != DType::bf16) return std::string("inputs must be fp16 or bf16");
-  if (p.layout.paged()) {
-    const std::int64_t bs = p.layout.block_size;
-    if ((bs & (bs - 1)) != 0 || bs < 8) {
-      return "paged KV block size " + std::to_string(bs) +
-             ": wgmma-fused's TMA boxes need a power of two of at least 8 keys (whole 128-byte swizzle groups); "
-             "wmma-fused takes any power of two";
-    }
+  if (const auto why = paged_blocks_unsupported(p, 8,
+                                                 "wgmma-fused's TMA boxes need whole 128-byte swizzle groups; "
+                                                 "wmma-fused takes any power of two")) {
+    return why;
   }
   return flash_unsupported(p);
 }

@@ -17,11 +17,11 @@ std::size_t FlashOutputs::trace_bytes(const Problem& p) {
 
 void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced) {
   const Shape& s = p.shape;
-  const RowWindow rows = traced ? window : RowWindow{};
-  const std::int64_t held = s.batch * s.heads * (rows.whole() ? s.q_len : rows.rows);
-  out = &ws.allocate("output", p.dtype, held * s.head_dim);
-  lse = &ws.allocate("lse", DType::f32, held);
-  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys), rows) : FusedTraceBuffers{};
+  held = traced ? window : RowWindow{};
+  const std::int64_t rows = s.batch * s.heads * held.held(s.q_len);
+  out = &ws.allocate("output", p.dtype, rows * s.head_dim);
+  lse = &ws.allocate("lse", DType::f32, rows);
+  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys), held) : FusedTraceBuffers{};
 }
 
 void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced) const {
@@ -30,15 +30,15 @@ void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced
   params.tiles_per_split = static_cast<int>(blocked_layout(problem.shape, kFlashKeys).tiles_per_split);
   if (!traced) return;
   params.trace = flash_trace(trace);
-  if (!window.whole()) {
-    params.trace.row_first = static_cast<int>(window.first);
-    params.trace.row_count = static_cast<int>(window.rows);
+  if (!held.whole()) {
+    params.trace.row_first = static_cast<int>(held.first);
+    params.trace.row_count = static_cast<int>(held.rows);
   }
 }
 
-void FlashOutputs::capture(Tap& tap, const Problem& p, bool traced) const {
+void FlashOutputs::capture(Tap& tap, const Problem& p) const {
   capture_fused(tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFlashKeys), trace, {out, nullptr, nullptr, lse},
-                traced ? window : RowWindow{});
+                held);
 }
 
 void read_input_layouts(FlashParams& params, const Problem& p, const DeviceInputs& in) {
@@ -58,6 +58,29 @@ void read_input_layouts(FlashParams& params, const Problem& p, const DeviceInput
     while ((std::int64_t{1} << log2) < p.layout.block_size) ++log2;
     params.block_size_log2 = log2;
   }
+}
+
+std::optional<std::string> paged_blocks_unsupported(const Problem& p, std::int64_t min_keys, const std::string& why_min) {
+  if (!p.layout.paged()) return std::nullopt;
+  const std::int64_t bs = p.layout.block_size;
+  if ((bs & (bs - 1)) != 0) return "paged KV block size " + std::to_string(bs) + " is not a power of two";
+  if (bs < min_keys) {
+    return "paged KV block size " + std::to_string(bs) + " is under " + std::to_string(min_keys) + " keys: " + why_min;
+  }
+  return std::nullopt;
+}
+
+FlashParams FlashImplementation::launch_params(const RunContext& ctx) const {
+  const Problem& p = ctx.inputs.problem;
+  FlashParams params = flash_params(p, *ctx.device);
+  outputs_.bind(params, p, ctx.traced());
+  params.production_scaled = faulty("production-epilogue-scale");
+  read_input_layouts(params, p, *ctx.device);
+  return params;
+}
+
+void FlashImplementation::capture(const RunContext& ctx) const {
+  if (ctx.tap) outputs_.capture(*ctx.tap, ctx.inputs.problem);
 }
 
 }  // namespace fc

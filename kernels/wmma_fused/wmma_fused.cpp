@@ -12,51 +12,34 @@
 namespace fc {
 namespace {
 
-class WmmaFused final : public Implementation {
+class WmmaFused final : public FlashImplementation {
  public:
   std::string name() const override { return "wmma-fused"; }
   std::string summary() const override {
     return "GPU, fused flash attention on tensor cores (mma.sync m16n8k16), 128 rows x 64 keys a tile, "
            "online softmax in registers, lse; reads packed varlen inputs and the paged KV cache; D 32, 64, 96, 128, 256";
   }
-  bool on_gpu() const override { return true; }
   std::vector<std::string> faults() const override {
     return {"missing-sync", "varlen-cu-seqlens", "block-table-stride", "production-epilogue-scale"};
   }
   std::optional<std::string> unsupported(const Problem& p) const override {
     if (const auto why = flash_unsupported(p)) return why;
-    const std::int64_t bs = p.layout.block_size;
-    if (p.layout.paged() && (bs & (bs - 1)) != 0) {
-      return "paged KV block size " + std::to_string(bs) + " is not a power of two";
-    }
-    return std::nullopt;
+    return paged_blocks_unsupported(p);
   }
-  StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
-  std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
-  bool traces_in_windows() const override { return true; }
-  void set_trace_window(const RowWindow& window) override { outputs_.window = window; }
-  void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
   void run(RunContext& ctx) override {
     const Problem& p = ctx.inputs.problem;
-    const DeviceInputs& in = *ctx.device;
-    FlashParams params = flash_params(p, in);
-    outputs_.bind(params, p, ctx.traced());
-    params.production_scaled = faulty("production-epilogue-scale");
-    read_input_layouts(params, p, in);
+    FlashParams params = launch_params(ctx);
     // varlen-cu-seqlens reads the query rows at the key offsets; block-table-stride reads the
     // table's rows max_blocks - 1 apart.
-    if (p.layout.varlen() && faulty("varlen-cu-seqlens")) params.q_offsets = in.cu_seqlens_k();
+    if (p.layout.varlen() && faulty("varlen-cu-seqlens")) params.q_offsets = ctx.device->cu_seqlens_k();
     if (p.layout.paged() && faulty("block-table-stride")) params.block_table_stride -= 1;
     FlashVariant variant;
     variant.missing_sync = faulty("missing-sync");
     variant.paged = p.layout.paged();
     variant.trace = ctx.traced();
     launch_flash_forward(params, static_cast<int>(p.shape.head_dim), p.dtype, variant, ctx.stream);
-    if (ctx.tap) outputs_.capture(*ctx.tap, p, ctx.traced());
+    capture(ctx);
   }
-
- private:
-  FlashOutputs outputs_;
 };
 
 }  // namespace

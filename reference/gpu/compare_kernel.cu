@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "core/check.h"
+#include "reference/gpu/stage_kernels.h"
 #include "reference/gpu/thread_pool.h"
 #include "reference/stage_math.h"
 
@@ -245,16 +246,6 @@ __global__ void finish_kernel(const Partial* partials, unsigned count, Reported 
   *out = d;
 }
 
-int format_code(DType t) {
-  switch (t) {
-    case DType::f16: return 0;
-    case DType::bf16: return 1;
-    case DType::f32: return 2;
-    case DType::f64: return 3;
-    default: throw Error(std::string("no ULPs for ") + dtype_name(t));
-  }
-}
-
 }  // namespace
 
 void compare_segments(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t segments,
@@ -294,25 +285,6 @@ void compare_segments(const DeviceMatrix& kernel, const DeviceBounded& reference
   }
   cudaFreeAsync(partials, stream);
   FC_CUDA(status);
-}
-
-DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
-                                   std::int64_t cols, DType kernel_format, cudaStream_t stream) {
-  DeviceComparison out;
-  if (rows * cols == 0) return out;
-  auto* result = static_cast<DeviceComparison*>(allocate_async(sizeof(DeviceComparison), stream));
-  try {
-    compare_segments(kernel, reference, 1, rows, cols, kernel_format, result, stream);
-  } catch (...) {
-    cudaFreeAsync(result, stream);
-    throw;
-  }
-  // One read-back: the metrics and the reported elements together.
-  const cudaError_t status = cudaMemcpyAsync(&out, result, sizeof out, cudaMemcpyDeviceToHost, stream);
-  cudaFreeAsync(result, stream);
-  FC_CUDA(status);
-  FC_CUDA(cudaStreamSynchronize(stream));
-  return out;
 }
 
 }  // namespace fc::gpu

@@ -33,8 +33,4 @@ void compare_segments(const DeviceMatrix& kernel, const DeviceBounded& reference
                       std::int64_t rows, std::int64_t cols, DType kernel_format, DeviceComparison* results,
                       cudaStream_t stream);
 
-// Over the top-left rows x cols of `kernel` and `reference` (their own row strides).
-DeviceComparison compare_on_device(const DeviceMatrix& kernel, const DeviceBounded& reference, std::int64_t rows,
-                                   std::int64_t cols, DType kernel_format, cudaStream_t stream);
-
 }  // namespace fc::gpu

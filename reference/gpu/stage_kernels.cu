@@ -39,7 +39,7 @@ __global__ void widen_each_kernel(const void* const* sources, int format, std::i
   FC_GRID_STRIDE(i, n) out[i] = widened_at(sources[i / each], format, offset + i % each) * scale;
 }
 
-int format_code(DType t) { return t == DType::f16 ? 0 : t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3; }
+
 
 // A block a (column, tile): its threads sum strided rows, then the block folds them.
 __global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int64_t count, std::int64_t stride,
@@ -173,6 +173,16 @@ void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& o, cudaStream_t 
 }
 
 bool widens(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64; }
+
+int format_code(DType t) {
+  switch (t) {
+    case DType::f16: return 0;
+    case DType::bf16: return 1;
+    case DType::f32: return 2;
+    case DType::f64: return 3;
+    default: throw Error(std::string("gpu reference: no device format for ") + dtype_name(t));
+  }
+}
 
 void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream) {
   if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));

@@ -14,6 +14,9 @@ namespace fc::gpu {
 void nominal(const DeviceMatrix& x, double floor, DeviceMatrix& out, cudaStream_t stream);
 // The formats widen() reads: fp16, bf16, fp32, fp64.
 bool widens(DType t);
+// How the device code names them (widening and ULP counting): 0 fp16, 1 bf16, 2 fp32, 3 fp64;
+// an fc::Error for any other.
+int format_code(DType t);
 enum class Memory { host, device };
 // out[0, n) = scale x the n elements at `data` stored in format t, widened to FP64 on
 // the device; from the host they are copied as stored (2, 4 or 8 bytes an element) first.
