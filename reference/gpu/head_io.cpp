@@ -3,6 +3,8 @@
 // read back at once.
 #include "reference/gpu/head_evaluator.h"
 
+#include <cstring>
+
 #include "reference/gpu/compare_kernel.h"
 
 namespace fc::gpu {
@@ -43,22 +45,30 @@ Metrics metrics_of(const HeadSpot& spot, const gpu::DeviceComparison& d, std::in
 }  // namespace
 
 // Rows `rows` (all when null) of head (b, h) of t, widened to FP64 into `out` (their rows x
-// the head's columns).
+// the head's columns): one widening, the rows gathered first unless consecutive.
 void GpuHeadEvaluator::widen_into(const CapturedTensor& t, std::int64_t b, std::int64_t h,
                                   const std::vector<std::int64_t>* rows, double scale, double* out) const {
   const HeadLayout l = head_layout(t.dims, b, h);
-  const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
+  const std::size_t element = dtype_size(t.dtype), row_bytes = static_cast<std::size_t>(l.cols) * element;
   const auto* head = static_cast<const unsigned char*>(t.host ? t.host->data() : t.device) +
-                     static_cast<std::size_t>(l.offset) * dtype_size(t.dtype);
-  // Each run of consecutive rows (a sample's rows spread over the head) in one widening.
-  for (std::int64_t r = 0; r < count;) {
-    const std::int64_t first = rows ? (*rows)[static_cast<std::size_t>(r)] : 0;
-    std::int64_t run = rows ? 1 : count;
-    while (r + run < count && (*rows)[static_cast<std::size_t>(r + run)] == first + run) ++run;
-    gpu::widen(head + static_cast<std::size_t>(first * l.cols) * dtype_size(t.dtype),
-               t.host ? gpu::Memory::host : gpu::Memory::device, t.dtype, run * l.cols, scale, out + r * l.cols, s_);
-    r += run;
+                     static_cast<std::size_t>(l.offset) * element;
+  const gpu::Memory where = t.host ? gpu::Memory::host : gpu::Memory::device;
+  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
+  const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
+  if (first) {
+    gpu::widen(head + static_cast<std::size_t>(*first) * row_bytes, where, t.dtype, count * l.cols, scale, out, s_);
+    return;
   }
+  if (!t.host) {
+    gpu::widen_rows_each({head}, t.dtype, *rows, l.cols, scale, out, s_);
+    return;
+  }
+  std::vector<unsigned char> gathered(static_cast<std::size_t>(count) * row_bytes);
+  for (std::size_t r = 0; r < rows->size(); ++r) {
+    std::memcpy(gathered.data() + r * row_bytes, head + static_cast<std::size_t>((*rows)[r]) * row_bytes, row_bytes);
+  }
+  // widen() has copied a host source before it returns.
+  gpu::widen(gathered.data(), gpu::Memory::host, t.dtype, count * l.cols, scale, out, s_);
 }
 
 std::vector<Bounded> GpuHeadEvaluator::captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b,
@@ -81,17 +91,21 @@ std::vector<Bounded> GpuHeadEvaluator::captured_each(const std::vector<CapturedT
   DeviceBounded stack;
   stack.format = format;
   stack.value = DeviceMatrix(n * count, l.cols, s_);
-  // Several tensors kept on the device, whole heads or a block of consecutive rows: one
-  // widening of all (its table of sources costs a synchronization).
-  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
-  bool on_device = first.has_value() && n > 1;
+  bool on_device = true;
   for (const CapturedTensor& t : tensors) on_device = on_device && !t.host;
-  if (on_device) {
+  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
+  if (on_device && !(n == 1 && first)) {
+    // Every tensor and row in one widening, rows listed unless consecutive (its table of
+    // sources costs a synchronization, a launch a row would cost far more).
     std::vector<const void*> heads;
     for (const CapturedTensor& t : tensors) {
       heads.push_back(static_cast<const unsigned char*>(t.device) + static_cast<std::size_t>(l.offset) * dtype_size(t.dtype));
     }
-    gpu::widen_rows_each(heads, tensors[0].dtype, *first, count, l.cols, scale, stack.value.data(), s_);
+    if (first) {
+      gpu::widen_rows_each(heads, tensors[0].dtype, *first, count, l.cols, scale, stack.value.data(), s_);
+    } else {
+      gpu::widen_rows_each(heads, tensors[0].dtype, *rows, l.cols, scale, stack.value.data(), s_);
+    }
   } else {
     for (std::int64_t i = 0; i < n; ++i) {
       widen_into(tensors[static_cast<std::size_t>(i)], b, h, rows, scale, stack.value.row(i * count));

@@ -4,6 +4,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "core/check.h"
 #include "reference/gpu/row_teams.cuh"
@@ -34,12 +36,16 @@ __global__ void widen_kernel(const void* raw, int format, std::int64_t n, double
 }
 
 // Item i of the stack: `each` elements from sources[i] + offset.
-__global__ void widen_each_kernel(const void* const* sources, int format, std::int64_t offset, std::int64_t each,
-                                  std::int64_t n, double scale, double* out) {
-  FC_GRID_STRIDE(i, n) out[i] = widened_at(sources[i / each], format, offset + i % each) * scale;
+// Element i of the stack: tensor i / each, row r of its `each` / cols, as stored at rows[r]
+// (or first + r when rows is null).
+__global__ void widen_each_kernel(const void* const* sources, const std::int64_t* rows, int format, std::int64_t first,
+                                  std::int64_t cols, std::int64_t each, std::int64_t n, double scale, double* out) {
+  FC_GRID_STRIDE(i, n) {
+    const std::int64_t at = i % each, r = at / cols;
+    const std::int64_t row = rows ? rows[r] : first + r;
+    out[i] = widened_at(sources[i / each], format, row * cols + at % cols) * scale;
+  }
 }
-
-
 
 // A block a (column, tile): its threads sum strided rows, then the block folds them.
 __global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int64_t count, std::int64_t stride,
@@ -204,24 +210,44 @@ void widen(const void* data, Memory where, DType t, std::int64_t n, double scale
   FC_CUDA(freed);
 }
 
-void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
-                     std::int64_t cols, double scale, double* out, cudaStream_t stream) {
+namespace {
+
+// The stack of widen_rows_each: its table (the sources, then the listed rows) uploaded at once.
+void widen_stack(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
+                 const std::int64_t* listed, std::int64_t cols, double scale, double* out, cudaStream_t stream) {
   if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));
   const std::int64_t each = count * cols, n = each * static_cast<std::int64_t>(sources.size());
   if (n == 0) return;
-  const std::size_t bytes = sources.size() * sizeof(const void*);
-  auto* table = static_cast<const void**>(allocate_async(bytes, stream));
-  cudaError_t status = cudaMemcpyAsync(table, sources.data(), bytes, cudaMemcpyHostToDevice, stream);
-  // `sources` may go once this returns: the copy is done before.
+  static_assert(sizeof(const void*) == sizeof(std::int64_t), "one table of 8-byte entries");
+  std::vector<std::int64_t> table(sources.size() + (listed ? static_cast<std::size_t>(count) : 0));
+  std::memcpy(table.data(), sources.data(), sources.size() * sizeof(const void*));
+  if (listed) std::copy(listed, listed + count, table.begin() + static_cast<std::ptrdiff_t>(sources.size()));
+  const std::size_t bytes = table.size() * sizeof(std::int64_t);
+  auto* device = static_cast<std::int64_t*>(allocate_async(bytes, stream));
+  cudaError_t status = cudaMemcpyAsync(device, table.data(), bytes, cudaMemcpyHostToDevice, stream);
+  // `table` goes once this returns: the copy is done before.
   if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
   if (status == cudaSuccess) {
-    widen_each_kernel<<<element_blocks(n), kThreads, 0, stream>>>(table, format_code(t), first * cols, each, n, scale,
-                                                                 out);
+    const std::int64_t* rows = listed ? device + sources.size() : nullptr;
+    widen_each_kernel<<<element_blocks(n), kThreads, 0, stream>>>(reinterpret_cast<const void* const*>(device), rows,
+                                                                 format_code(t), first, cols, each, n, scale, out);
     status = cudaGetLastError();
   }
-  const cudaError_t freed = cudaFreeAsync(table, stream);
+  const cudaError_t freed = cudaFreeAsync(device, stream);
   FC_CUDA(status);
   FC_CUDA(freed);
+}
+
+}  // namespace
+
+void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
+                     std::int64_t cols, double scale, double* out, cudaStream_t stream) {
+  widen_stack(sources, t, first, count, nullptr, cols, scale, out, stream);
+}
+
+void widen_rows_each(const std::vector<const void*>& sources, DType t, const std::vector<std::int64_t>& rows,
+                     std::int64_t cols, double scale, double* out, cudaStream_t stream) {
+  widen_stack(sources, t, 0, static_cast<std::int64_t>(rows.size()), rows.data(), cols, scale, out, stream);
 }
 
 void square(const DeviceMatrix& x, DeviceMatrix& o, cudaStream_t stream) {

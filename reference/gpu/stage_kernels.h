@@ -26,6 +26,10 @@ void widen(const void* data, Memory where, DType t, std::int64_t n, double scale
 // rows of `cols` elements in format t), widened, one after another: a stack of them.
 void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
                      std::int64_t cols, double scale, double* out, cudaStream_t stream);
+// The same with the rows listed (a sample's rows spread over the tensors): one launch whatever
+// their order.
+void widen_rows_each(const std::vector<const void*>& sources, DType t, const std::vector<std::int64_t>& rows,
+                     std::int64_t cols, double scale, double* out, cudaStream_t stream);
 
 // Per tile t of `tiles` and column c, over rows [first + t stride, + count) of v: floor(t, c) =
 // eta sum |v|, norm(t, c) = sqrt(sum v^2) (floor and norm tiles x v's cols).

@@ -21,6 +21,7 @@
 #include "core/numeric.h"
 #include "reference/attention.h"
 #include "reference/gpu/gpu_evaluator.h"
+#include "stages/device_memory.h"
 
 namespace fc {
 namespace {
@@ -452,6 +453,54 @@ TEST_CASE("stage functions and comparisons over a stack of tiles give each tile'
       CHECK(one.over_tight == batched[i].over_tight);
       check_same_report(one.worst, batched[i].worst);
       CHECK(batched[i].elements == 45 * 64);
+    }
+  }
+}
+
+}  // namespace fc
+
+namespace fc {
+
+// A sample's rows spread over a head are widened in one launch a stack: each tensor's rows
+// must be what the host widens, in every format, for rows all, consecutive and spread, from the
+// device and from the host.
+TEST_CASE("captures widened on the GPU for spread rows equal the host's widening", "[gpu][reference]") {
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  CaseSpec spec;
+  spec.shape = {1, 2, 40, 24, 16};
+  const AttentionInputs in = generate_inputs(spec);
+  const HeadInputs head = head_inputs(in, 0, 1, BiasForm::mask);
+  const std::unique_ptr<HeadEvaluator> dev = gpu->for_head(head);
+  const std::unique_ptr<HeadEvaluator> host = host_evaluator(head);
+  const std::vector<std::int64_t> spread{0, 3, 4, 5, 17, 39}, consecutive{7, 8, 9, 10};
+  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    INFO(dtype_name(t));
+    std::vector<HostTensor> stored;
+    std::vector<DeviceMemory> copies;
+    for (int i = 0; i < 3; ++i) {
+      HostTensor x(t, {1, 2, 40, 24});
+      for (std::int64_t e = 0; e < x.numel(); ++e) x.set(e, 0.25 * static_cast<double>((e * 37 + i * 11) % 97) - 12);
+      DeviceMemory d(x.nbytes());
+      FC_CUDA(cudaMemcpy(d.get(), x.data(), x.nbytes(), cudaMemcpyHostToDevice));
+      stored.push_back(std::move(x));
+      copies.push_back(std::move(d));
+    }
+    for (std::size_t n : {std::size_t{1}, std::size_t{3}}) {
+      std::vector<CapturedTensor> on_device, on_host;
+      for (std::size_t i = 0; i < n; ++i) {
+        on_device.push_back({nullptr, copies[i].get(), t, stored[i].dims()});
+        on_host.push_back(CapturedTensor::on_host(stored[i]));
+      }
+      for (const std::vector<std::int64_t>* rows : {static_cast<const std::vector<std::int64_t>*>(nullptr), &consecutive,
+                                                     &spread}) {
+        INFO(n << " tensors, " << (rows ? rows->size() : 40) << " rows");
+        const std::vector<Bounded> want = host->captured_each(on_host, 0, 1, rows, 2.0, t);
+        for (const auto* tensors : {&on_device, &on_host}) {
+          const std::vector<Bounded> got = dev->captured_each(*tensors, 0, 1, rows, 2.0, t);
+          REQUIRE(got.size() == n);
+          for (std::size_t i = 0; i < n; ++i) CHECK(dev->to_host(got[i]).value == want[i].value);
+        }
+      }
     }
   }
 }
