@@ -55,11 +55,16 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
   return head;
 }
 
-HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h) {
-  static std::atomic<std::uint64_t> last_id{0};
+namespace {
+std::atomic<std::uint64_t> last_kv_id{0};
+}  // namespace
+
+std::uint64_t reserve_kv_ids(std::uint64_t count) { return last_kv_id.fetch_add(count) + 1; }
+
+HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::uint64_t id) {
   const Shape& s = in.problem.shape;
   const std::int64_t kv_head = s.kv_head_of(h);
-  return {b, kv_head, ++last_id, head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)};
+  return {b, kv_head, id != 0 ? id : reserve_kv_ids(1), head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)};
 }
 
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,

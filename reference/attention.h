@@ -29,10 +29,14 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 // pass them on (moved in and out) rather than build them again, under one kv_id.
 struct HeadKv {
   std::int64_t b = -1, kv_head = -1;
-  std::uint64_t id = 0;  // unique in the process
+  std::uint64_t id = 0;  // one per (inputs, b, K/V head) that share it, unique in the process
   MatrixR k, v;
 };
-HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h);
+// `id`: one reserve_kv_ids gave for this head (head_kv_cache.h keeps one a head), or 0 for a
+// new one.
+HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::uint64_t id = 0);
+// `count` K/V ids none has used, the first returned, the rest following it.
+std::uint64_t reserve_kv_ids(std::uint64_t count);
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
                        BiasForm form, HeadKv&& kv);
 

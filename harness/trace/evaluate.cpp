@@ -1,7 +1,5 @@
 #include "harness/trace/evaluate.h"
 
-#include <omp.h>
-
 #include <map>
 #include <string>
 #include <tuple>
@@ -239,7 +237,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
                                            std::vector<OutputReferences>* references, BoundChoice judged_by,
                                            const RowSample* sample, std::int64_t block_elements,
                                            std::optional<std::size_t> only_reference,
-                                           const EvaluatorSource& source) {
+                                           const EvaluatorSource& source, HeadKvCache* kv) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
@@ -283,8 +281,10 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
 
   const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
   std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
-  // The K and V of the head each thread judged last, passed from block to block of its rows.
-  std::vector<HeadKv> kv_of_thread(static_cast<std::size_t>(omp_get_max_threads()));
+  // K and V of the heads judged in blocks of rows, passed from block to block (and window to
+  // window, with the caller's cache).
+  std::optional<HeadKvCache> own_cache;
+  HeadKvCache& kv_cache = kv ? *kv : own_cache.emplace(inputs);
   parallel_for(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t item) {
     const RowBlock& block = blocks[static_cast<std::size_t>(item)];
     const std::int64_t b = block.b, h = block.h;
@@ -294,21 +294,18 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       mine.assign(traced.size() + produced.size(), HeadMetrics{});
       return;
     }
-    HeadKv& kv = kv_of_thread[static_cast<std::size_t>(omp_get_thread_num())];
-    if (rows && (kv.b != b || kv.kv_head != shape.kv_head_of(h) || kv.k.size() == 0)) kv = head_kv(inputs, b, h);
-    HeadInputs in =
-        rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, std::move(kv)) : head_inputs(inputs, b, h, BiasForm::mask);
+    HeadInputs in = rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, kv_cache.take(b, h))
+                         : head_inputs(inputs, b, h, BiasForm::mask);
     // After the evaluator is gone, K and V go back for the head's next block.
     struct GiveBack {
-      HeadKv& kv;
+      HeadKvCache& cache;
       HeadInputs& in;
+      std::int64_t b, kv_head;
       bool on;
       ~GiveBack() {
-        if (!on) return;
-        kv.k = std::move(in.k);
-        kv.v = std::move(in.v);
+        if (on) cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
       }
-    } give_back{kv, in, rows != nullptr};
+    } give_back{kv_cache, in, b, shape.kv_head_of(h), rows != nullptr};
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());

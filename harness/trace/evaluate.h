@@ -7,6 +7,7 @@
 #include "harness/trace/row_sample.h"
 #include "harness/trace/session.h"
 #include "harness/trace/stage_reference.h"
+#include "reference/head_kv_cache.h"
 #include "reports/case_result.h"
 
 namespace fc {
@@ -53,13 +54,15 @@ std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Pro
 // alone and keep its references and the bound that decides (attribution needs the failing
 // one's; six FP64 tensors of every output would be the largest thing a long-context run
 // holds); the other results are then not compared. `source` evaluates the references: on
-// the host, or on a GPU (reference/gpu/).
+// the host, or on a GPU (reference/gpu/). `kv`, when given, keeps the heads' K and V between
+// calls (a trace build's windows of rows judge the same heads again); else one call keeps them.
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
                                            BoundChoice judged_by = BoundChoice::tight,
                                            const RowSample* sample = nullptr,
                                            std::int64_t block_elements = kRowBlockElements,
                                            std::optional<std::size_t> only_reference = std::nullopt,
-                                           const EvaluatorSource& source = host_evaluators());
+                                           const EvaluatorSource& source = host_evaluators(),
+                                           HeadKvCache* kv = nullptr);
 
 }  // namespace fc

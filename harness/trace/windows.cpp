@@ -111,6 +111,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   ProductionRun production;
   if (options.production && impl.has_production_build()) production = run_production(impl, inputs, device, graph);
   result.phases.production_run = watch.lap();
+  HeadKvCache kv(inputs);  // every window judges every head again
   const auto window_of = [&](std::int64_t first) {
     return RowWindow{first, std::min(window_rows, p.shape.q_len - first)};
   };
@@ -127,8 +128,8 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
       return j;
     }
     run.production = std::move(production);  // lent to each window, never copied
-    const std::vector<OutputResult> outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &part,
-                                                               evaluators.block_elements(), std::nullopt, evaluators);
+    const std::vector<OutputResult> outputs = evaluate_outputs(
+        inputs, run, nullptr, options.judged_by, &part, evaluators.block_elements(), std::nullopt, evaluators, &kv);
     production = std::move(run.production);
     result.phases.evaluation += watch.lap();
     if (result.outputs.empty()) {

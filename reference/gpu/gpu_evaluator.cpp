@@ -67,6 +67,9 @@ constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
 // 128), the captures widened (4), and P.V's GEMM products and temporaries while they are
 // formed (about 7).
 constexpr std::int64_t kTensorsPerBlock = 48;
+// Heads' K and V kept on the device for the blocks and windows that judge them again: all
+// eight heads of S 128k at D 128 (268 MB each).
+constexpr std::size_t kDeviceKvBytes = std::size_t{3} << 30;
 
 class GpuEvaluators final : public EvaluatorSource {
  public:
@@ -76,7 +79,10 @@ class GpuEvaluators final : public EvaluatorSource {
   }
   // Each thread's pool keeps what is freed while the evaluators run (blocks allocate the same
   // sizes again and again) and gives it all back here, for the kernels judged next.
-  ~GpuEvaluators() override { contexts_.clear(); }
+  ~GpuEvaluators() override {
+    kv_cache_.clear();  // freed on the streams that allocated them, before those go
+    contexts_.clear();
+  }
 
   std::unique_ptr<HeadEvaluator> for_head(const HeadInputs& in) const override {
     return std::make_unique<GpuHeadEvaluator>(context(), in);
@@ -89,13 +95,14 @@ class GpuEvaluators final : public EvaluatorSource {
   ThreadContext& context() const {
     const std::lock_guard<std::mutex> lock(mutex_);
     std::unique_ptr<ThreadContext>& c = contexts_[std::this_thread::get_id()];
-    if (!c) c = std::make_unique<ThreadContext>();
+    if (!c) c = std::make_unique<ThreadContext>(kv_cache_);
     c->pool.use();
     return *c;
   }
 
   mutable std::mutex mutex_;
   mutable std::map<std::thread::id, std::unique_ptr<ThreadContext>> contexts_;
+  mutable gpu::DeviceKvCache kv_cache_{kDeviceKvBytes};
 };
 
 }  // namespace
@@ -103,7 +110,8 @@ class GpuEvaluators final : public EvaluatorSource {
 std::unique_ptr<EvaluatorSource> gpu_evaluators() { return std::make_unique<GpuEvaluators>(); }
 
 std::size_t gpu_reference_working_bytes() {
-  return static_cast<std::size_t>(kConcurrentHeads * kDeviceBlockElements * kTensorsPerBlock) * sizeof(double);
+  return static_cast<std::size_t>(kConcurrentHeads * kDeviceBlockElements * kTensorsPerBlock) * sizeof(double) +
+         kDeviceKvBytes;
 }
 
 }  // namespace fc

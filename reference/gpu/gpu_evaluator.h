@@ -14,7 +14,8 @@ namespace fc {
 std::unique_ptr<EvaluatorSource> gpu_evaluators();
 
 // Device memory the GPU reference may hold at once: the FP64 tensors of the blocks it judges
-// concurrently (what a run's device copies of its captures must leave free).
+// concurrently and the heads' K and V it keeps (what a run's device copies of its captures must
+// leave free).
 std::size_t gpu_reference_working_bytes();
 
 }  // namespace fc

@@ -14,6 +14,7 @@
 #include "reference/attention.h"
 #include "reference/evaluator.h"
 #include "reference/gpu/chain_kernels.h"
+#include "reference/gpu/device_kv_cache.h"
 #include "reference/gpu/device_matrix.h"
 #include "reference/gpu/stage_kernels.h"
 #include "reference/gpu/thread_pool.h"
@@ -56,24 +57,25 @@ struct PvWork {
 };
 
 struct ThreadContext {
+  explicit ThreadContext(DeviceKvCache& kv) : kv_cache(kv) {}
   gpu::OwnPool pool;  // destroyed last, after the stream's work is done
   CudaStream stream;
   gpu::CublasHandle cublas{stream.get()};
-  // K and V of the last head evaluated here, by HeadInputs::kv_id (0: none kept): the
-  // evaluators of one head's blocks of rows upload them once.
-  std::uint64_t kv_id = 0;
-  std::shared_ptr<const DeviceMatrix> k, v;
+  DeviceKvCache& kv_cache;  // the source's, shared by its threads
   ~ThreadContext() { cudaStreamSynchronize(stream.get()); }
 
-  // in's K and V on the device: the ones kept when in shares their id, else uploaded (and
-  // kept, when it has one).
-  std::pair<std::shared_ptr<const DeviceMatrix>, std::shared_ptr<const DeviceMatrix>> kv_of(const HeadInputs& in) {
-    if (in.kv_id != 0 && in.kv_id == kv_id) return {k, v};
-    auto uploaded = std::make_pair(std::make_shared<const DeviceMatrix>(gpu::upload(in.k, stream.get())),
-                                   std::make_shared<const DeviceMatrix>(gpu::upload(in.v, stream.get())));
-    kv_id = in.kv_id;
-    k = in.kv_id != 0 ? uploaded.first : nullptr;
-    v = in.kv_id != 0 ? uploaded.second : nullptr;
+  // in's K and V on the device: the ones kept under its kv_id, else uploaded (and kept, when it
+  // has one).
+  DeviceKv kv_of(const HeadInputs& in) {
+    if (in.kv_id != 0) {
+      if (std::optional<DeviceKv> kept = kv_cache.find(in.kv_id)) return *kept;
+    }
+    DeviceKv uploaded{std::make_shared<const DeviceMatrix>(gpu::upload(in.k, stream.get())),
+                      std::make_shared<const DeviceMatrix>(gpu::upload(in.v, stream.get()))};
+    if (in.kv_id != 0) {
+      FC_CUDA(cudaStreamSynchronize(stream.get()));  // complete before another stream reads it
+      kv_cache.keep(in.kv_id, uploaded);
+    }
     return uploaded;
   }
 };
@@ -236,7 +238,7 @@ class GpuHeadEvaluator final : public HeadEvaluator {
   ThreadContext& ctx_;
   cudaStream_t s_;
   const HeadInputs& in_;
-  std::pair<std::shared_ptr<const DeviceMatrix>, std::shared_ptr<const DeviceMatrix>> kv_;  // k_ and v_ live here
+  DeviceKv kv_;  // k_ and v_ live here
   DeviceMatrix q_;
   const DeviceMatrix &k_, &v_;
   DeviceMatrix bias_;

@@ -1,0 +1,71 @@
+// The heads' K and V kept between blocks and windows of rows (reference/head_kv_cache.h): the
+// same values and id however often a head is judged, widened again only while another block
+// holds them, nothing kept past the budget or from elsewhere.
+#include "catch.h"
+#include "harness/inputs.h"
+#include "reference/head_kv_cache.h"
+
+namespace fc {
+namespace {
+
+AttentionInputs gqa_inputs() {
+  CaseSpec spec;
+  spec.shape = {2, 4, 5, 7, 8};
+  spec.shape.kv_heads = 2;  // query heads 0, 1 read K/V head 0; 2, 3 read K/V head 1
+  spec.seed = 4;
+  return generate_inputs(spec);
+}
+
+}  // namespace
+
+TEST_CASE("a head's K and V come back from the cache as widened, under one id a K/V head", "[reference][kv]") {
+  const AttentionInputs in = gqa_inputs();
+  HeadKvCache cache(in);
+  HeadKv first = cache.take(1, 2);
+  const HeadKv fresh = head_kv(in, 1, 2);
+  CHECK(first.b == 1);
+  CHECK(first.kv_head == 1);
+  CHECK(first.id != 0);
+  CHECK(first.k == fresh.k);
+  CHECK(first.v == fresh.v);
+  CHECK(first.id != fresh.id);
+
+  // Taken again while out: widened again, the same id (a device copy kept under it is valid).
+  const HeadKv again = cache.take(1, 3);
+  CHECK(again.id == first.id);
+  CHECK(again.k == fresh.k);
+  CHECK(cache.take(1, 0).id != first.id);  // the other K/V head
+  CHECK(cache.take(0, 2).id != first.id);  // the other batch
+
+  // Given back, the next take is the same matrices, not widened again.
+  const double* stored = first.k.data();
+  const std::uint64_t id = first.id;
+  cache.give_back(std::move(first));
+  CHECK(cache.kept_bytes() == static_cast<std::size_t>(2 * 7 * 8) * sizeof(double));
+  HeadKv kept = cache.take(1, 2);
+  CHECK(kept.k.data() == stored);
+  CHECK(kept.id == id);
+  CHECK(kept.v == fresh.v);
+  CHECK(cache.kept_bytes() == 0);
+}
+
+TEST_CASE("the cache keeps one copy a head, within its budget, and none of another's", "[reference][kv]") {
+  const AttentionInputs in = gqa_inputs();
+  const std::size_t one_head = static_cast<std::size_t>(2 * 7 * 8) * sizeof(double);
+  HeadKvCache cache(in, one_head);
+  HeadKv a = cache.take(0, 0), b = cache.take(0, 1), c = cache.take(0, 2);
+  cache.give_back(std::move(a));
+  cache.give_back(std::move(b));  // the same head kept already
+  CHECK(cache.kept_bytes() == one_head);
+  cache.give_back(std::move(c));  // over the budget
+  CHECK(cache.kept_bytes() == one_head);
+  HeadKv other = cache.take(0, 0);
+  cache.give_back(head_kv(in, 0, 2));  // an id not the cache's: not kept
+  CHECK(cache.kept_bytes() == 0);
+  HeadKvCache none(in, 0);
+  none.give_back(none.take(1, 1));
+  CHECK(none.kept_bytes() == 0);
+  CHECK(other.k.size() == 7 * 8);
+}
+
+}  // namespace fc
