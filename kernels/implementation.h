@@ -70,6 +70,10 @@ class Implementation {
   // captures hold the window's rows alone; a production build is never windowed.
   virtual bool traces_in_windows() const { return false; }
   virtual void set_trace_window(const RowWindow&) {}
+  // Whether every capture of its trace build is a region of its buffers that nothing in the
+  // run writes after it is captured: the buffers are then kept for as long as a capture is
+  // read, instead of copied when captured.
+  virtual bool captures_stay_in_buffers() const { return false; }
 
  protected:
   bool faulty(const char* fault) const { return fault_ == fault; }

@@ -230,7 +230,12 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   }
   if (!copy_) return;
   if (device_headroom_ && view.on_device && row_major(view)) {
-    c.resident = device_copy(view, *device_headroom_, stream_);
+    if (buffers_) {
+      c.resident = std::shared_ptr<const void>(buffers_, view.data);
+      return;
+    }
+    const std::shared_ptr<const DeviceMemory> copy = device_copy(view, *device_headroom_, stream_);
+    c.resident = copy ? std::shared_ptr<const void>(copy, copy->get()) : nullptr;
     if (c.resident) return;
   }
   c.tensor = copy_to_host(view, stream_);
@@ -240,7 +245,7 @@ void bring_to_host(std::vector<Captured>& captured) {
   for (Captured& c : captured) {
     if (!c.resident) continue;
     c.tensor = HostTensor(c.view.dtype, c.view.dims);
-    FC_CUDA(cudaMemcpy(c.tensor.data(), c.resident->get(), c.tensor.nbytes(), cudaMemcpyDeviceToHost));
+    FC_CUDA(cudaMemcpy(c.tensor.data(), c.resident.get(), c.tensor.nbytes(), cudaMemcpyDeviceToHost));
     c.resident.reset();  // a run kept for later holds no device memory
   }
 }

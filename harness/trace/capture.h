@@ -20,13 +20,14 @@ namespace fc {
 struct Captured {
   std::size_t stage = 0, output = 0;
   bool present = false;   // the implementation captured it
-  TensorView view;        // as captured (its data pointer is stale after the run; null when in blocks)
+  TensorView view;        // as captured (its data stale after the run unless resident keeps it; null in blocks)
   FlagCounts flags;       // first indices are logical row-major indices after finish()
   bool flags_of_extent = false;  // flagged on the host copy, over the elements that exist (varlen)
   HostTensor tensor;      // a copy, when comparing on the host (or brought back: bring_to_host)
-  // A copy on the device in logical row-major order, when comparing on a GPU and the device
-  // has room (CaptureTap::keep_on_device): nothing crosses to the host unless asked for.
-  std::shared_ptr<const DeviceMemory> resident;
+  // Its elements on the device in logical row-major order, when comparing on a GPU: a copy
+  // where the device has room, or the captured region itself, its buffers kept alive by this
+  // pointer (CaptureTap::keep_on_device). Nothing crosses to the host unless asked for.
+  std::shared_ptr<const void> resident;
   std::string problem;    // why the capture could not be used (dims or dtype not as declared)
   // The query rows it holds (a trace run in a window): its R is the window's rows, and its
   // flags' first indices are already those of the whole [B,H,Sq(,C)].
@@ -59,7 +60,13 @@ class CaptureTap final : public Tap {
                        FlagAccess access) override;
   // Copies of device tensors stay on the device (Captured::resident) while it keeps
   // `headroom` bytes free beside them; the rest (host tensors, row blocks, varlen) go to the host.
-  void keep_on_device(std::size_t headroom) { device_headroom_ = headroom; }
+  // With `buffers` (what owns the run's buffers, when nothing writes a capture after it is
+  // captured: Implementation::captures_stay_in_buffers), a device tensor is not copied at all:
+  // its capture points into the buffers and keeps them.
+  void keep_on_device(std::size_t headroom, std::shared_ptr<const void> buffers = nullptr) {
+    device_headroom_ = headroom;
+    buffers_ = std::move(buffers);
+  }
   // The run captures `window`'s rows of every output (stages/stage.h, RowWindow).
   void set_window(const RowWindow& window) { window_ = window; }
   void finish();
@@ -83,6 +90,7 @@ class CaptureTap final : public Tap {
   bool results_only_;
   bool fuse_flags_;
   std::optional<std::size_t> device_headroom_;
+  std::shared_ptr<const void> buffers_;
   RowWindow window_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;

@@ -36,7 +36,7 @@ bool comparable(const Captured& c) { return c.present && c.problem.empty() && c.
 // The copy of a capture, on the host or kept on the device.
 CapturedTensor copy_of(const Captured& c) {
   if (!c.tensor.empty()) return CapturedTensor::on_host(c.tensor);
-  return {nullptr, c.resident->get(), c.view.dtype, c.view.dims};
+  return {nullptr, c.resident.get(), c.view.dtype, c.view.dims};
 }
 
 // The trace build's capture of the same stage output as a production result.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <optional>
 
 #include "core/check.h"
@@ -33,7 +34,8 @@ std::size_t device_headroom(std::size_t workspace_bytes) {
 // flags back. Returns the run's error, empty when it ran.
 std::string run_once(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                      Workspace& workspace, CaptureTap& tap, bool trace_build, std::vector<DescriptorReport>* descriptors,
-                     cudaStream_t stream, bool gpu, bool keep_on_device = false, const RowWindow& window = {}) {
+                     cudaStream_t stream, bool gpu, bool keep_on_device = false, const RowWindow& window = {},
+                     std::shared_ptr<const void> buffers = nullptr) {
   if (gpu && trace_build) {
     if (std::optional<std::string> why = trace_does_not_fit(impl, inputs.problem, window)) return *why;
   }
@@ -42,7 +44,7 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   } catch (const Error& e) {
     return std::string("preparing its buffers: ") + e.what();
   }
-  if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()));
+  if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()), std::move(buffers));
   // A kernel that never finishes ends the process with one line (core/watchdog.h).
   const Watchdog watchdog(impl.name() + (trace_build ? ": the trace build's run" : ": the production build's run"));
   if (gpu) {
@@ -106,12 +108,14 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
   if (gpu) stream.emplace();
   const cudaStream_t s = gpu ? stream->get() : nullptr;
 
-  Workspace workspace(gpu);
+  // Shared with the captures that point into it (Implementation::captures_stay_in_buffers).
+  const auto workspace = std::make_shared<Workspace>(gpu);
   CaptureTap tap(run.graph, inputs.problem, copy_to_host, s);
   tap.set_window(window);
-  run.error = run_once(impl, inputs, device, workspace, tap, true, &run.descriptors, s, gpu, keep_on_device, window);
+  run.error = run_once(impl, inputs, device, *workspace, tap, true, &run.descriptors, s, gpu, keep_on_device, window,
+                       impl.captures_stay_in_buffers() ? workspace : nullptr);
   run.captured = std::move(tap.results());
-  run.buffer_names = names_of(workspace);
+  run.buffer_names = names_of(*workspace);
   return run;
 }
 

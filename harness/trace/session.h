@@ -36,8 +36,10 @@ std::optional<std::string> trace_does_not_fit(const Implementation& impl, const 
 // Bytes its trace build's buffers need in `window`.
 std::size_t trace_bytes_in(const Implementation& impl, const Problem& problem, const RowWindow& window);
 
-// keep_on_device: the copies of device tensors stay on the device where it has room (for a
-// reference on the GPU; Captured::resident).
+// keep_on_device: device tensors stay on the device, for a reference on the GPU
+// (Captured::resident): copies where it has room, or, when nothing writes a capture after it
+// is captured (Implementation::captures_stay_in_buffers), the captured regions themselves, the
+// run's buffers kept for as long as a capture is.
 // window: only those query rows traced (Implementation::traces_in_windows).
 TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
                     bool copy_to_host, bool keep_on_device = false, const RowWindow& window = {});

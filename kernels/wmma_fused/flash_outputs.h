@@ -44,6 +44,8 @@ class FlashImplementation : public Implementation {
   StageGraph stage_graph(const Problem& p) const override { return FlashOutputs::stage_graph(p); }
   std::size_t trace_bytes(const Problem& p) const override { return FlashOutputs::trace_bytes(p); }
   bool traces_in_windows() const override { return true; }
+  // Each tile's stage outputs have their own slot of the trace buffers.
+  bool captures_stay_in_buffers() const override { return true; }
   void set_trace_window(const RowWindow& window) override { outputs_.window = window; }
   void prepare(const Problem& p, Workspace& ws, bool traced) override { outputs_.prepare(p, ws, traced); }
 

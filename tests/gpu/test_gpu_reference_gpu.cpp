@@ -238,6 +238,8 @@ TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's
       for (const Captured& c : kept.captured) {  // kept on the device, or (row blocks) on the host
         if (c.present && c.problem.empty()) CHECK(c.copied());
         kept_on_device += c.resident && c.tensor.empty() ? 1 : 0;
+        // The fused kernel's captures are its trace buffers' own regions, kept; others are copies.
+        if (c.resident) CHECK((c.resident.get() == c.view.data) == again->captures_stay_in_buffers());
       }
       // Whole heads, blocks of 16 rows (the captures read from a first row past 0), and a
       // sample of 16 rows a head (rows spread over the head).
