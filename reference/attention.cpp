@@ -37,11 +37,18 @@ void set_bias(HeadInputs& head, const AttentionInputs& in, std::int64_t b, std::
 }  // namespace
 
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form) {
-  const Shape& s = in.problem.shape;
+  HeadInputs head = head_inputs(in, b, h, form, head_kv(in, b, h));
+  head.kv_id = 0;  // its K and V are its own: nothing to keep for another
+  return head;
+}
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, HeadKv&& kv) {
+  if (kv.b != b || kv.kv_head != in.problem.shape.kv_head_of(h)) throw Error("head_inputs: K and V of another head");
   HeadInputs head;
   head.q = head_matrix(in.q, b, h);
-  head.k = head_matrix(in.k, b, s.kv_head_of(h));
-  head.v = head_matrix(in.v, b, s.kv_head_of(h));
+  head.k = std::move(kv.k);
+  head.v = std::move(kv.v);
+  head.kv_id = kv.id;
   head.scale = in.problem.scale;
   head.softcap = in.problem.softcap;
   set_bias(head, in, b, h, {}, form);

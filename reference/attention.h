@@ -39,6 +39,8 @@ HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::u
 std::uint64_t reserve_kv_ids(std::uint64_t count);
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
                        BiasForm form, HeadKv&& kv);
+// Every row of the head, its K and V given.
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, HeadKv&& kv);
 
 // FP64 elements of one reference tensor of a block of query rows (rows x keys): a head whose
 // rows x keys exceed it is computed block by block (rows are independent in attention), so

@@ -6,9 +6,12 @@
 // A GPU evaluator keeps what it computes on the device (Bounded::device) and compares there:
 // only metrics, and the references a caller asks for (to_host), come back.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "core/step_profile.h"
 #include "reference/compare.h"
 #include "reference/stage_eval.h"
 
@@ -102,6 +105,19 @@ class HeadEvaluator {
   };
   // compare() of each item (a GPU evaluator reads every result back at once).
   virtual std::vector<Metrics> compare_each(const std::vector<CompareItem>& items, BoundChoice judged_by) const;
+
+  // Waits for the work queued so far (a GPU evaluator's stream); nothing on the host.
+  virtual void finish_queued() const {}
+  // Steps of this evaluator's work are timed into `profile` (core/step_profile.h) when set.
+  void profile_into(StepProfile* profile) { profile_ = profile; }
+  // A timer of one step of this evaluator's work ("parent / child" names a nested one).
+  StepTimer step(std::string name) const {
+    return StepTimer(profile_, std::move(name), profile_ ? std::function<void()>([this] { finish_queued(); })
+                                                         : std::function<void()>());
+  }
+
+ private:
+  StepProfile* profile_ = nullptr;
 };
 
 // Makes the evaluator of each head (or block of rows); safe to call from several threads.

@@ -27,6 +27,7 @@ class HeadKvCache {
   void give_back(HeadKv&& kv);
 
   std::size_t kept_bytes() const;
+  const AttentionInputs& inputs() const { return in_; }
 
  private:
   std::int64_t slot(std::int64_t b, std::int64_t kv_head) const;

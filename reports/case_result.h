@@ -89,6 +89,9 @@ struct CaseResult {
   struct Phases {
     double traced_run = 0, production_run = 0, evaluation = 0, attribution = 0, repeatability = 0;
   } phases;
+  // With --profile-evaluation: the evaluation's steps (core/step_profile.h), thread-seconds
+  // each, the device's queued work finished between steps.
+  std::vector<std::pair<std::string, double>> evaluation_steps;
 };
 
 // The same first divergence: the same stage output and cause, and with_index the same element.

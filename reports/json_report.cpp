@@ -157,6 +157,12 @@ Json case_json(const CaseResult& c) {
                                {"evaluation", json_number(c.phases.evaluation)},
                                {"attribution", json_number(c.phases.attribution)},
                                {"repeatability", json_number(c.phases.repeatability)}};
+  if (!c.evaluation_steps.empty()) {
+    j["seconds_by_evaluation_step"] = Json::array();
+    for (const auto& [step, seconds] : c.evaluation_steps) {
+      j["seconds_by_evaluation_step"].push_back(Json{{"step", step}, {"seconds", json_number(seconds)}});
+    }
+  }
   j["stages"] = Json::array();
   for (const OutputResult& r : c.outputs) j["stages"].push_back(output_json(r));
   j["first_divergence"] = divergence_json(c.divergence);

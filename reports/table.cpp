@@ -136,7 +136,20 @@ void write_case_table(std::ostream& out, const CaseResult& result, bool colour) 
   if (!result.reason.empty()) out << " (" << result.reason << ")";
   out << "\n";
   if (result.divergence) write_pinpoint(out, *result.divergence);
+  write_evaluation_steps(out, result);
   out << "\n";
+}
+
+void write_evaluation_steps(std::ostream& out, const CaseResult& result) {
+  if (result.evaluation_steps.empty()) return;
+  char line[160];
+  std::snprintf(line, sizeof line, "  evaluation, %.2f s, by step (thread-seconds, device work finished between steps):\n",
+                result.phases.evaluation);
+  out << line;
+  for (const auto& [step, seconds] : result.evaluation_steps) {
+    std::snprintf(line, sizeof line, "    %-40s %9.2f s\n", step.c_str(), seconds);
+    out << line;
+  }
 }
 
 void write_pinpoint(std::ostream& out, const Divergence& d) {

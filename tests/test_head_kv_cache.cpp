@@ -1,7 +1,10 @@
 // The heads' K and V kept between blocks and windows of rows (reference/head_kv_cache.h): the
 // same values and id however often a head is judged, widened again only while another block
 // holds them, nothing kept past the budget or from elsewhere.
+#include <string>
+
 #include "catch.h"
+#include "core/error.h"
 #include "harness/inputs.h"
 #include "reference/head_kv_cache.h"
 
@@ -66,6 +69,30 @@ TEST_CASE("the cache keeps one copy a head, within its budget, and none of anoth
   none.give_back(none.take(1, 1));
   CHECK(none.kept_bytes() == 0);
   CHECK(other.k.size() == 7 * 8);
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("a whole head takes its K and V from the cache as it would widen them", "[reference][kv]") {
+  const AttentionInputs in = gqa_inputs();
+  HeadKvCache cache(in);
+  const HeadInputs own = head_inputs(in, 1, 3, BiasForm::mask);
+  const HeadInputs cached = head_inputs(in, 1, 3, BiasForm::mask, cache.take(1, 3));
+  CHECK(own.kv_id == 0);
+  CHECK(cached.kv_id != 0);
+  CHECK(cached.q == own.q);
+  CHECK(cached.k == own.k);
+  CHECK(cached.v == own.v);
+  CHECK(cached.masked_rows != nullptr);
+  std::string message;
+  try {
+    head_inputs(in, 1, 1, BiasForm::mask, cache.take(1, 3));  // query head 1 reads K/V head 0
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message == "head_inputs: K and V of another head");
 }
 
 }  // namespace fc

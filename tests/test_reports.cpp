@@ -148,4 +148,16 @@ TEST_CASE("a case traced in windows of rows says so in the JSON, and a whole one
   CHECK_FALSE(report["cases"][1].contains("window_rows"));
 }
 
+TEST_CASE("a profiled case lists its evaluation steps in the JSON, in order, and another none", "[reports][profile]") {
+  CaseResult profiled = case_with_nonfinite_numbers(), plain = profiled;
+  profiled.evaluation_steps = {{"end-to-end references", 2.5}, {"comparisons", 0.25}};
+  const Json report = report_of({profiled, plain});
+  const Json& steps = report["cases"][0]["seconds_by_evaluation_step"];
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0]["step"] == "end-to-end references");
+  CHECK(steps[0]["seconds"] == 2.5);
+  CHECK(steps[1]["step"] == "comparisons");
+  CHECK_FALSE(report["cases"][1].contains("seconds_by_evaluation_step"));
+}
+
 }  // namespace fc

@@ -8,6 +8,8 @@
 #include "catch.h"
 #include "core/json.h"
 #include "reports/json_report.h"
+#include "reports/table.h"
+#include "core/step_profile.h"
 #include "support/full_chain.h"
 #include "harness/trace/judge.h"
 #include "harness/trace/stage_reference.h"
@@ -329,6 +331,59 @@ TEST_CASE("a stage's outputs share one evaluation of its stage-local function", 
     CHECK(ev.softmaxes == softmax_stages);
     CHECK(ev.online_softmaxes == tiles);
   }
+}
+
+}  // namespace fc
+
+namespace fc {
+
+// --profile-evaluation: each step timed into the result and the table, and nothing when not asked.
+TEST_CASE("a profiled evaluation lists its steps, and an unprofiled one none", "[trace][profile]") {
+  std::unique_ptr<Implementation> impl = make_implementation("cpu-emulated-paged");
+  REQUIRE(impl);
+  const CaseSpec spec = small_case("causal");
+  const AttentionInputs in = generate_inputs(spec);
+  const CaseDescription d = describe_case(in, spec.label(), spec.mask, spec.dist, spec.seed);
+  JudgeOptions options;
+  options.rows = parse_rows("5");
+  const CaseResult plain = judge_case(*impl, in, d, nullptr, options);
+  options.profile_evaluation = true;
+  const CaseResult profiled = judge_case(*impl, in, d, nullptr, options);
+  CHECK(plain.evaluation_steps.empty());
+  REQUIRE(profiled.verdict == Verdict::pass);
+  std::vector<std::string> names;
+  for (const auto& [step, seconds] : profiled.evaluation_steps) {
+    names.push_back(step);
+    CHECK(seconds >= 0);
+  }
+  CHECK(names == std::vector<std::string>{"head inputs and uploads", "end-to-end references", "captured outputs",
+                                          "stage-local setup", "stage-local references", "comparisons",
+                                          "production comparisons"});
+  std::ostringstream table;
+  write_case_table(table, profiled);
+  CHECK(table.str().find("by step (thread-seconds") != std::string::npos);
+}
+
+TEST_CASE("steps add up by name in the order first seen, and a moved timer times once", "[profile]") {
+  StepProfile profile;
+  profile.add("a", 1);
+  profile.add("b", 2);
+  profile.add("a", 0.5);
+  {
+    int finished = 0;
+    StepTimer first(&profile, "c", [&] { ++finished; });
+    StepTimer moved(std::move(first));
+    moved.next("d");
+    CHECK(finished == 2);  // at the start, and at the end of c
+  }
+  StepTimer off(nullptr, "e");
+  off.next("f");
+  const auto steps = profile.steps();
+  REQUIRE(steps.size() == 4);
+  CHECK(steps[0] == std::make_pair(std::string("a"), 1.5));
+  CHECK(steps[1].first == "b");
+  CHECK(steps[2].first == "c");
+  CHECK(steps[3].first == "d");
 }
 
 }  // namespace fc

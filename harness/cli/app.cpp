@@ -169,6 +169,10 @@ int run_cli(int argc, char** argv) {
                  "next (default: only when its whole trace does not fit the device; not with --snapshot or --html)")
       ->check(CLI::Range(1, 1 << 30))
       ->group("Judging");
+  app.add_flag("--profile-evaluation", trace.judge.profile_evaluation,
+               "time each step of the FP64 evaluation (thread-seconds; the device's queued work finished between "
+               "steps, so it runs slower) and print them under each case, and in the JSON")
+      ->group("Judging");
   add_report_options(app, trace.reports, "case and implementation");
   app.add_option("--snapshot", trace.snapshot,
                  "write an HDF5 snapshot for `replay`: FILE holds one case, the first that diverged (else the "

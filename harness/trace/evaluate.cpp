@@ -198,7 +198,9 @@ std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Pro
                                              const std::vector<LocalReference::OutputRef>& outputs,
                                              const std::vector<HeadSpot>& spots, BoundChoice judged_by) {
   std::vector<OutputComparison> c(outputs.size());
+  StepTimer timer = ev.step("stage-local references");
   const std::vector<Bounded> locals = local.evaluate_all(outputs);
+  timer.next("comparisons");
   // Against both references in one call: end to end first, then stage-local.
   std::vector<HeadEvaluator::CompareItem> items;
   for (int against_local = 0; against_local < 2; ++against_local) {
@@ -237,7 +239,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
                                            std::vector<OutputReferences>* references, BoundChoice judged_by,
                                            const RowSample* sample, std::int64_t block_elements,
                                            std::optional<std::size_t> only_reference,
-                                           const EvaluatorSource& source, HeadKvCache* kv) {
+                                           const EvaluatorSource& source, HeadKvCache* kv, StepProfile* profile) {
   const Shape& shape = inputs.problem.shape;
   const StageGraph& graph = run.graph;
   std::vector<OutputResult> results;
@@ -285,6 +287,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
   // window, with the caller's cache).
   std::optional<HeadKvCache> own_cache;
   HeadKvCache& kv_cache = kv ? *kv : own_cache.emplace(inputs);
+  if (&kv_cache.inputs() != &inputs) throw Error("evaluate_outputs: a K/V cache of other inputs");
   parallel_for(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t item) {
     const RowBlock& block = blocks[static_cast<std::size_t>(item)];
     const std::int64_t b = block.b, h = block.h;
@@ -294,22 +297,32 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       mine.assign(traced.size() + produced.size(), HeadMetrics{});
       return;
     }
+    std::optional<StepTimer> inputs_step(std::in_place, profile, "head inputs and uploads");
     HeadInputs in = rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, kv_cache.take(b, h))
-                         : head_inputs(inputs, b, h, BiasForm::mask);
+                         : head_inputs(inputs, b, h, BiasForm::mask, kv_cache.take(b, h));
     // After the evaluator is gone, K and V go back for the head's next block.
     struct GiveBack {
       HeadKvCache& cache;
       HeadInputs& in;
       std::int64_t b, kv_head;
-      bool on;
       ~GiveBack() {
-        if (on) cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
+        try {
+          cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
+        } catch (...) {  // not kept: widened again when asked for
+        }
       }
-    } give_back{kv_cache, in, b, shape.kv_head_of(h), rows != nullptr};
+    } give_back{kv_cache, in, b, shape.kv_head_of(h)};
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
+    ev->profile_into(profile);
+    if (profile) ev->finish_queued();
+    inputs_step.reset();
+    std::optional<StepTimer> step(ev->step("end-to-end references"));  // after ev: it finishes ev's work
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
+    step->next("captured outputs");
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());
+    step->next("stage-local setup");
     const LocalReference local(*ev, shape, graph, e2e, kernel, inputs.problem.kv_len_of(b));
+    step.reset();
     // Every output's stage-local reference, then its two comparisons, each kind evaluated as
     // one batch (a GPU evaluates a split's tiles at once and reads the metrics back once).
     std::vector<std::size_t> judged;  // indices into traced
@@ -330,6 +343,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     const std::vector<OutputComparison> compared =
         compare_outputs(*ev, inputs.problem, graph, e2e, kernel, local, outputs, spots, judged_by);
     mine.assign(traced.size(), HeadMetrics{});
+    if (references) step.emplace(ev->step("references kept"));
     for (std::size_t j = 0; j < judged.size(); ++j) {
       const OutputComparison& m = compared[j];
       mine[judged[j]] = {m.end_to_end, m.local};
@@ -344,10 +358,12 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
         set_rows(refs.local_tight, b, h, rows, local_ref.tight);
       }
     }
+    step.reset();
     if (only_reference) {
       mine.resize(traced.size() + produced.size());
       return;
     }
+    if (!produced.empty()) step.emplace(ev->step("production comparisons"));
     for (std::size_t n = 0; n < produced.size(); ++n) {
       const Captured& c = run.production.results[produced[n]];
       const Stage& stage = graph.stages[c.stage];

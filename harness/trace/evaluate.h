@@ -56,6 +56,8 @@ std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Pro
 // holds); the other results are then not compared. `source` evaluates the references: on
 // the host, or on a GPU (reference/gpu/). `kv`, when given, keeps the heads' K and V between
 // calls (a trace build's windows of rows judge the same heads again); else one call keeps them.
+// `profile`, when given, receives the seconds of each step of the evaluation
+// (core/step_profile.h; the device's queued work finished between steps).
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,
                                            std::vector<OutputReferences>* references = nullptr,
                                            BoundChoice judged_by = BoundChoice::tight,
@@ -63,6 +65,6 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
                                            std::int64_t block_elements = kRowBlockElements,
                                            std::optional<std::size_t> only_reference = std::nullopt,
                                            const EvaluatorSource& source = host_evaluators(),
-                                           HeadKvCache* kv = nullptr);
+                                           HeadKvCache* kv = nullptr, StepProfile* profile = nullptr);
 
 }  // namespace fc

@@ -70,17 +70,20 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   result.reference_device = evaluators.device();
   const std::int64_t block = evaluators.block_elements();
   HeadKvCache kv(inputs);  // the evaluations below judge the same heads
+  StepProfile steps;
+  StepProfile* const profile = options.profile_evaluation ? &steps : nullptr;
   Stopwatch watch;
   if (references) {
-    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, std::nullopt, evaluators, &kv);
+    result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, std::nullopt,
+                                      evaluators, &kv, profile);
     result.phases.evaluation = watch.lap();
     bring_to_host(run.captured);  // the references are kept for snapshots and reports, which read the captures
     result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
   } else {
     // References are held only where a hypothesis reads them: the failing output's, computed
     // again when asked for (a clean run holds no FP64 tensor of a whole output at all).
-    result.outputs =
-        evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, block, std::nullopt, evaluators, &kv);
+    result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, block, std::nullopt,
+                                      evaluators, &kv, profile);
     result.phases.evaluation = watch.lap();
     if (attribution_reads_captures(result, run)) bring_to_host(run.captured);
     std::optional<std::size_t> computed;
@@ -94,6 +97,7 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
     result.divergence = attribute(inputs, run, result.outputs, source, &sample);
   }
   result.phases.attribution = watch.lap();
+  result.evaluation_steps = steps.steps();
   result.verdict = result.divergence ? Verdict::diverged : Verdict::pass;
   return result;
 }

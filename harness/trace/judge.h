@@ -29,6 +29,8 @@ struct JudgeOptions {
   // The caller reads the run's captures afterwards (sensitivity perturbs them): never in
   // windows, whose run keeps no captures but an attributed window's.
   bool whole_trace = false;
+  // Time each step of the evaluation (CaseResult::evaluation_steps; --profile-evaluation).
+  bool profile_evaluation = false;
 };
 
 // Comparison and attribution of a finished run (live, or read from a snapshot). `automatic`

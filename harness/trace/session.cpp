@@ -21,8 +21,8 @@ std::vector<std::string> names_of(const Workspace& workspace) {
 }
 
 // What device copies of captures leave free: what the GPU reference holds at once, less the
-// implementation's buffers (given back before it runs), and room for what the implementation
-// allocates while it runs (an eighth of the device).
+// implementation's buffers when they are given back before it runs (0 when the captures keep
+// them), and room for what the implementation allocates while it runs (an eighth of the device).
 std::size_t device_headroom(std::size_t workspace_bytes) {
   std::size_t free = 0, total = 0;
   FC_CUDA(cudaMemGetInfo(&free, &total));
@@ -44,7 +44,7 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   } catch (const Error& e) {
     return std::string("preparing its buffers: ") + e.what();
   }
-  if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()), std::move(buffers));
+  if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()), std::move(buffers), device_headroom(0));
   // A kernel that never finishes ends the process with one line (core/watchdog.h).
   const Watchdog watchdog(impl.name() + (trace_build ? ": the trace build's run" : ": the production build's run"));
   if (gpu) {

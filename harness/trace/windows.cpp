@@ -98,20 +98,23 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   const Problem& p = inputs.problem;
   const StageGraph graph = impl.stage_graph(p);
   const RowSample sample = sample_rows(p, graph, options.rows);
-  const std::unique_ptr<EvaluatorSource> gpu =
+  // The windows' evaluators and K/V, dropped before attribution, which judges with its own.
+  std::unique_ptr<EvaluatorSource> gpu =
       options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
-  const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
+  std::optional<HeadKvCache> kv(std::in_place, inputs);  // every window judges every head again
+  const EvaluatorSource* evaluators = gpu ? gpu.get() : &host_evaluators();
   result.impl = impl.name();
   result.description = description;
   result.algorithm = graph.algorithm.describe();
-  result.reference_device = evaluators.device();
+  result.reference_device = evaluators->device();
   result.window_rows = window_rows;
   result.coverage = (sample.all ? std::string("every row") : sample.coverage) + "; traced in windows of " +
                     std::to_string(window_rows) + " query rows, each judged and dropped before the next";
   ProductionRun production;
   if (options.production && impl.has_production_build()) production = run_production(impl, inputs, device, graph);
   result.phases.production_run = watch.lap();
-  HeadKvCache kv(inputs);  // every window judges every head again
+  StepProfile steps;
+  StepProfile* const profile = options.profile_evaluation ? &steps : nullptr;
   const auto window_of = [&](std::int64_t first) {
     return RowWindow{first, std::min(window_rows, p.shape.q_len - first)};
   };
@@ -129,7 +132,8 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
     }
     run.production = std::move(production);  // lent to each window, never copied
     const std::vector<OutputResult> outputs = evaluate_outputs(
-        inputs, run, nullptr, options.judged_by, &part, evaluators.block_elements(), std::nullopt, evaluators, &kv);
+        inputs, run, nullptr, options.judged_by, &part, evaluators->block_elements(), std::nullopt, *evaluators, &*kv,
+        profile);
     production = std::move(run.production);
     result.phases.evaluation += watch.lap();
     if (result.outputs.empty()) {
@@ -139,6 +143,10 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
       for (std::size_t i = 0; i < outputs.size(); ++i) fold_window(result.outputs[i], outputs[i]);
     }
   }
+  result.evaluation_steps = steps.steps();
+  evaluators = nullptr;
+  kv.reset();
+  gpu.reset();
   const bool failed = std::any_of(result.outputs.begin(), result.outputs.end(),
                                   [](const OutputResult& r) { return !r.passed(); });
   if (failed) {

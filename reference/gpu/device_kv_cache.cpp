@@ -19,22 +19,14 @@ std::optional<DeviceKv> DeviceKvCache::find(std::uint64_t id) const {
 void DeviceKvCache::keep(std::uint64_t id, const DeviceKv& kv) {
   const std::size_t bytes = bytes_of(kv);
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes > budget_ || kept_.count(id) != 0) return;
-  while (bytes_ + bytes > budget_) {
-    const auto oldest = kept_.find(order_.front());
-    bytes_ -= bytes_of(oldest->second);
-    kept_.erase(oldest);
-    order_.pop_front();
-  }
+  if (bytes_ + bytes > budget_ || kept_.count(id) != 0) return;
   kept_.emplace(id, kv);
-  order_.push_back(id);
   bytes_ += bytes;
 }
 
 void DeviceKvCache::clear() {
   const std::lock_guard<std::mutex> lock(mutex_);
   kept_.clear();
-  order_.clear();
   bytes_ = 0;
 }
 

@@ -5,7 +5,6 @@
 // freed on the stream it was allocated on, once no evaluator holds it.
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,8 +22,9 @@ class DeviceKvCache {
   explicit DeviceKvCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
 
   std::optional<DeviceKv> find(std::uint64_t id) const;
-  // Keeps kv under id, the oldest kept dropped to make room; nothing when it alone is over the
-  // budget or id is kept already. kv's stream must be synchronized.
+  // Keeps kv under id while the budget has room (nothing is dropped for it: windows judge the
+  // heads in the same order each time, so dropping the oldest would never hit); nothing when id
+  // is kept already. kv's stream must be synchronized.
   void keep(std::uint64_t id, const DeviceKv& kv);
   // Drops every copy (before the streams they were allocated on go).
   void clear();
@@ -33,7 +33,6 @@ class DeviceKvCache {
   const std::size_t budget_;
   mutable std::mutex mutex_;
   std::map<std::uint64_t, DeviceKv> kept_;
-  std::deque<std::uint64_t> order_;  // oldest first
   std::size_t bytes_ = 0;
 };
 

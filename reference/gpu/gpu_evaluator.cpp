@@ -68,7 +68,7 @@ constexpr std::int64_t kDeviceBlockElements = std::int64_t{1} << 23;
 // formed (about 7).
 constexpr std::int64_t kTensorsPerBlock = 48;
 // Heads' K and V kept on the device for the blocks and windows that judge them again: all
-// eight heads of S 128k at D 128 (268 MB each).
+// eight heads of S 128k at D 128 (268 MB each); heads past it are uploaded for each block.
 constexpr std::size_t kDeviceKvBytes = std::size_t{3} << 30;
 
 class GpuEvaluators final : public EvaluatorSource {

@@ -94,6 +94,8 @@ class GpuHeadEvaluator final : public HeadEvaluator {
 
   ~GpuHeadEvaluator() override { cudaStreamSynchronize(s_); }
 
+  void finish_queued() const override { FC_CUDA(cudaStreamSynchronize(s_)); }
+
   const HeadInputs& inputs() const override { return in_; }
 
   Bounded qk(std::int64_t col_begin, std::int64_t col_end, const Arithmetic& a) const override {

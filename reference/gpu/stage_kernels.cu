@@ -35,7 +35,6 @@ __global__ void widen_kernel(const void* raw, int format, std::int64_t n, double
   FC_GRID_STRIDE(i, n) out[i] = widened_at(raw, format, i) * scale;
 }
 
-// Item i of the stack: `each` elements from sources[i] + offset.
 // Element i of the stack: tensor i / each, row r of its `each` / cols, as stored at rows[r]
 // (or first + r when rows is null).
 __global__ void widen_each_kernel(const void* const* sources, const std::int64_t* rows, int format, std::int64_t first,

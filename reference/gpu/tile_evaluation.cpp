@@ -201,16 +201,21 @@ std::int64_t GpuHeadEvaluator::whole_tiles(std::int64_t col_begin, std::int64_t 
   const std::int64_t rows = q_.rows(), n = col_end > col_begin ? (col_end - col_begin) / tile_width : 0;
   if (n < 2 || rows == 0 || v_.cols() == 0) return 0;  // tile by tile
   const std::int64_t stacked = n * rows;
+  StepTimer timer = step("end-to-end references / whole tiles: scores");
   const DevicePtr scores = qk_stack(col_begin, n, tile_width, a.qk);
+  timer.next("end-to-end references / whole tiles: online softmax");
   DeviceBounded p = gpu::allocate_bounded(stacked, tile_width, a.softmax.out, s_);
   DeviceBounded max = gpu::allocate_bounded(stacked, 1, DType::f32, s_);
   DeviceBounded sum = gpu::allocate_bounded(stacked, 1, DType::f32, s_);
   DeviceBounded factor = gpu::allocate_bounded(stacked, 1, DType::f32, s_);
   gpu::online_softmax_tiles(*scores, n, p, max, sum, factor, output_terms(a.softmax), s_);
+  timer.next("end-to-end references / whole tiles: P.V products");
   const std::unique_ptr<PvWork> work = pv_products(p, n, col_begin, a.pv);
+  timer.next("end-to-end references / whole tiles: rescale and accumulate");
   DeviceBounded rescaled = gpu::allocate_bounded(stacked, v_.cols(), a.rescale.out, s_);
   DeviceBounded acc = gpu::allocate_bounded(stacked, v_.cols(), a.pv.out, s_);
   gpu::accumulate_tiles(work->products(), max, rescaled, acc, output_terms(a.rescale), work->terms, s_);
+  timer.next("end-to-end references / whole tiles: views of the tiles");
 
   const auto split = [&](DeviceBounded& d) {
     return gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(d)), n);
