@@ -198,3 +198,41 @@ TEST_CASE("a fused kernel judged in windows of rows gets the whole trace's resul
 }
 
 }  // namespace fc
+
+namespace fc {
+
+// Long context at odd lengths (issue 15): every GPU implementation passes, or declines, at
+// 65537 and 131071 keys (a last tile or page of one key, offsets past 2^16 and 2^17 keys) and
+// at 65537 query rows (a row sample with the rows where a row index passes 2^16); the fused
+// kernels, which claim these lengths, never decline them.
+TEST_CASE("every GPU implementation passes at 65537 and 131071 keys and 65537 query rows", "[gpu][long]") {
+  struct Long {
+    Shape shape;
+    const char* mask;
+    const char* rows;
+  };
+  const Long cases[] = {{{1, 2, 40, 65537, 64}, "causal-br", "all"},
+                        {{1, 1, 24, 131071, 128}, "padding", "all"},
+                        {{1, 2, 65537, 160, 64}, "none", "64"}};
+  for (const auto& impl : make_implementations()) {
+    if (!impl->on_gpu()) continue;
+    for (const Long& l : cases) {
+      CaseSpec spec;
+      spec.shape = l.shape;
+      spec.mask = l.mask;
+      spec.seed = 5;
+      const std::optional<std::string> why = impl->unsupported(make_problem(spec));
+      INFO(impl->name() << " " << spec.label() << ": " << (why ? *why : std::string("claimed")));
+      const std::string name = impl->name();
+      if (name == "wmma-fused" || name == "wgmma-fused" || name == "flash-splitkv") CHECK_FALSE(why);
+      if (why) continue;
+      JudgeOptions options;
+      options.rows = parse_rows(l.rows);
+      const CaseResult r = judge_on_gpu(*impl, spec, options);
+      INFO(outcome(r));
+      CHECK(r.verdict == Verdict::pass);
+    }
+  }
+}
+
+}  // namespace fc
