@@ -82,6 +82,14 @@ std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& o
   return std::nullopt;
 }
 
+RowWindow attribution_window(std::int64_t row, std::int64_t window_rows, std::int64_t query_tile,
+                             std::int64_t q_len) {
+  const std::int64_t tile = std::max<std::int64_t>(query_tile, 1);
+  const std::int64_t first = row / tile * tile;
+  const std::int64_t rows = std::min(window_rows, std::max(tile, kAttributionRows / tile * tile));
+  return RowWindow{first, std::min(rows, q_len - first)};
+}
+
 Divergence unreproduced(const std::vector<OutputResult>& outputs) {
   Divergence d;
   for (const OutputResult& r : outputs) {
@@ -121,11 +129,8 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   result.phases.production_run = watch.lap();
   StepProfile steps;
   StepProfile* const profile = options.profile_evaluation ? &steps : nullptr;
-  const auto window_of = [&](std::int64_t first) {
-    return RowWindow{first, std::min(window_rows, p.shape.q_len - first)};
-  };
   for (std::int64_t first = 0; first < p.shape.q_len; first += window_rows) {
-    const RowWindow w = window_of(first);
+    const RowWindow w{first, std::min(window_rows, p.shape.q_len - first)};
     const RowSample part = rows_in(sample, p.shape, w);  // none: its flags alone
     TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
     result.phases.traced_run += watch.lap();
@@ -157,7 +162,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
                                   [](const OutputResult& r) { return !r.passed(); });
   if (failed) {
     const std::int64_t row = first_failing_row(result.outputs).value_or(0);
-    const RowWindow w = window_of(row / window_rows * window_rows);
+    const RowWindow w = attribution_window(row, window_rows, graph.query_tile, p.shape.q_len);
     TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
     run.production = std::move(production);
     const RowSample part = rows_in(sample, p.shape, w);

@@ -11,8 +11,9 @@
 namespace fc {
 
 // Query rows a window of `impl`'s trace build takes (a multiple of its query tile), or 0 when
-// it runs whole: forced by options, or sized so that the window's buffers and their copies
-// kept on the device take at most 70% of what is free (the GPU reference holds the rest).
+// it runs whole: forced by options, or sized so that the window's buffers (and their copies
+// kept on the device, when its captures do not stay in them) leave the device what the GPU
+// reference holds at once and an eighth of it for the implementation's own allocations.
 std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& inputs, const StageGraph& graph,
                              const JudgeOptions& options, bool keep_references);
 
@@ -30,13 +31,21 @@ void fold_window(OutputResult& into, const OutputResult& next);
 // declared): any window shows that.
 std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& outputs);
 
+// Rows a window traced again for attribution holds at most: attribution brings its captures to
+// the host, and a window sized to the device would bring tens of GB.
+constexpr std::int64_t kAttributionRows = 1024;
+// The window traced again to attribute a divergence whose first failing row is `row`: from the
+// query tile that holds it, at most kAttributionRows (in whole tiles, one at least) and no more
+// than a window's rows.
+RowWindow attribution_window(std::int64_t row, std::int64_t window_rows, std::int64_t query_tile, std::int64_t q_len);
+
 // When the window traced again does not show the divergence the windows found (a race, say):
 // the first failing output, named from the folded results.
 Divergence unreproduced(const std::vector<OutputResult>& outputs);
 
 // The trace build window by window: each window's captures judged (on the rows of the sample
 // it holds) and dropped; the case's results folded over the windows; a divergence attributed
-// on the window holding its first failing row, traced again.
+// on a window from its first failing row's tile (attribution_window), traced again.
 Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, const CaseDescription& description,
                         const DeviceInputs* device, const JudgeOptions& options, std::int64_t window_rows);
 
