@@ -153,6 +153,22 @@ TEST_CASE("a head judged in blocks of rows gives what it gives judged whole, ele
     const auto whole = evaluate_outputs(in, run, &whole_refs, BoundChoice::tight, nullptr, std::int64_t{1} << 40);
     const auto blocks = evaluate_outputs(in, run, &block_refs, BoundChoice::tight, nullptr, 150 * 16);  // 16 rows a block
     REQUIRE(whole.size() == blocks.size());
+    // Judged with a cache for the next call (as windows are), every K/V head's are kept after it,
+    // and the same metrics come out.
+    HeadKvCache cache(in);
+    const auto cached = evaluate_outputs(in, run, nullptr, BoundChoice::tight, nullptr, 150 * 16, std::nullopt,
+                                         host_evaluators(), &cache);
+    CHECK(cache.kept_bytes() == static_cast<std::size_t>(2 * 2 * 150 * 32 * 2) * sizeof(double));
+    REQUIRE(cached.size() == blocks.size());
+    for (std::size_t i = 0; i < cached.size(); ++i) {
+      CHECK(cached[i].end_to_end.max_normalized_error == blocks[i].end_to_end.max_normalized_error);
+      CHECK(cached[i].local.over_tight == blocks[i].local.over_tight);
+    }
+    const AttentionInputs same_values = generate_inputs(spec);  // equal, but other inputs
+    HeadKvCache other(same_values);
+    CHECK_THROWS_AS(evaluate_outputs(in, run, nullptr, BoundChoice::tight, nullptr, 150 * 16, std::nullopt,
+                                     host_evaluators(), &other),
+                    Error);
     bool any_failure = false;
     for (std::size_t i = 0; i < whole.size(); ++i) {
       INFO(whole[i].name);

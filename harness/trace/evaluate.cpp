@@ -1,5 +1,6 @@
 #include "harness/trace/evaluate.h"
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <tuple>
@@ -283,11 +284,19 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
 
   const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
   std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
-  // K and V of the heads judged in blocks of rows, passed from block to block (and window to
-  // window, with the caller's cache).
+  // K and V of each K/V head, passed from block to block: kept in the caller's cache for its
+  // next call (windows), else only while blocks of this call still need them.
   std::optional<HeadKvCache> own_cache;
   HeadKvCache& kv_cache = kv ? *kv : own_cache.emplace(inputs);
   if (&kv_cache.inputs() != &inputs) throw Error("evaluate_outputs: a K/V cache of other inputs");
+  const std::int64_t kv_heads = shape.kv_head_count();
+  std::vector<std::atomic<std::int64_t>> blocks_left(static_cast<std::size_t>(shape.batch * kv_heads));
+  const auto kv_slot = [&](std::int64_t b, std::int64_t h) {
+    return static_cast<std::size_t>(b * kv_heads + shape.kv_head_of(h));
+  };
+  for (const RowBlock& block : blocks) {
+    if (block.whole_head || !block.rows.empty()) ++blocks_left[kv_slot(block.b, block.h)];
+  }
   parallel_for(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t item) {
     const RowBlock& block = blocks[static_cast<std::size_t>(item)];
     const std::int64_t b = block.b, h = block.h;
@@ -305,13 +314,14 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       HeadKvCache& cache;
       HeadInputs& in;
       std::int64_t b, kv_head;
+      bool keep;  // the caller's cache, or blocks of this call still need them
       ~GiveBack() {
         try {
-          cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
+          if (keep) cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
         } catch (...) {  // not kept: widened again when asked for
         }
       }
-    } give_back{kv_cache, in, b, shape.kv_head_of(h)};
+    } give_back{kv_cache, in, b, shape.kv_head_of(h), --blocks_left[kv_slot(b, h)] > 0 || kv != nullptr};
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     ev->profile_into(profile);
     if (profile) ev->finish_queued();
