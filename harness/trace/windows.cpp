@@ -26,11 +26,12 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
   const double per_row = static_cast<double>(impl.trace_bytes(p)) / static_cast<double>(p.shape.q_len);
   // The buffers may take what the device has free less what the GPU reference holds at once and
   // room for what the implementation allocates while it runs (an eighth of the device, as the
-  // captures' copies leave it): all of it when the captures stay in the buffers, half when each
-  // is copied beside them.
+  // captures' copies leave it): all of it when the captures stay in the buffers for a reference
+  // on the GPU, half when each is copied beside them (or to the host, for one on the CPU).
   const double spare = static_cast<double>(free) - static_cast<double>(gpu_reference_working_bytes()) -
                        static_cast<double>(total) / 8;
-  const double budget = std::max(0.0, spare) / (impl.captures_stay_in_buffers() ? 1 : 2);
+  const bool kept = impl.captures_stay_in_buffers() && options.reference == ReferenceDevice::gpu;
+  const double budget = std::max(0.0, spare) / (kept ? 1 : 2);
   if (per_row * static_cast<double>(p.shape.q_len) <= budget) return 0;
   return whole_tiles(static_cast<std::int64_t>(budget / per_row));
 }
