@@ -11,8 +11,9 @@ std::size_t bytes_of(const HeadKv& kv) {
 
 }  // namespace
 
-HeadKvCache::HeadKvCache(const AttentionInputs& in, std::size_t budget_bytes)
+HeadKvCache::HeadKvCache(const AttentionInputs& in, Keep keep, std::size_t budget_bytes)
     : in_(in),
+      keep_(keep),
       budget_(budget_bytes),
       first_id_(reserve_kv_ids(static_cast<std::uint64_t>(in.problem.shape.batch * in.problem.shape.kv_head_count()))) {}
 
@@ -44,6 +45,14 @@ void HeadKvCache::give_back(HeadKv&& kv) {
   if (kept_.count(at) != 0 || bytes_ + bytes > budget_) return;
   bytes_ += bytes;
   kept_.emplace(at, std::move(kv));
+}
+
+void HeadKvCache::drop(std::int64_t b, std::int64_t kv_head) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = kept_.find(slot(b, kv_head));
+  if (it == kept_.end()) return;
+  bytes_ -= bytes_of(it->second);
+  kept_.erase(it);
 }
 
 std::size_t HeadKvCache::kept_bytes() const {

@@ -55,7 +55,7 @@ TEST_CASE("a head's K and V come back from the cache as widened, under one id a 
 TEST_CASE("the cache keeps one copy a head, within its budget, and none of another's", "[reference][kv]") {
   const AttentionInputs in = gqa_inputs();
   const std::size_t one_head = static_cast<std::size_t>(2 * 7 * 8) * sizeof(double);
-  HeadKvCache cache(in, one_head);
+  HeadKvCache cache(in, HeadKvCache::Keep::for_next_call, one_head);
   HeadKv a = cache.take(0, 0), b = cache.take(0, 1), c = cache.take(0, 2);
   cache.give_back(std::move(a));
   cache.give_back(std::move(b));  // the same head kept already
@@ -65,10 +65,17 @@ TEST_CASE("the cache keeps one copy a head, within its budget, and none of anoth
   HeadKv other = cache.take(0, 0);
   cache.give_back(head_kv(in, 0, 2));  // an id not the cache's: not kept
   CHECK(cache.kept_bytes() == 0);
-  HeadKvCache none(in, 0);
+  HeadKvCache none(in, HeadKvCache::Keep::for_next_call, 0);
   none.give_back(none.take(1, 1));
   CHECK(none.kept_bytes() == 0);
   CHECK(other.k.size() == 7 * 8);
+  // Dropped: the next take widens again.
+  cache.give_back(std::move(other));
+  CHECK(cache.kept_bytes() == one_head);
+  cache.drop(0, 1);  // the other K/V head: nothing kept there
+  CHECK(cache.kept_bytes() == one_head);
+  cache.drop(0, 0);
+  CHECK(cache.kept_bytes() == 0);
 }
 
 }  // namespace fc

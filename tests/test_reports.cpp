@@ -1,5 +1,7 @@
 // The report writers: JSON (nlohmann-json) and JUnit XML (pugixml) read back by the same
 // libraries, so that what a consumer parses is checked, not the text we meant to write.
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 #include <pugixml.hpp>
@@ -123,6 +125,13 @@ TEST_CASE("the report says what the run held at its peak: host RSS and the harne
   const Json report = Json::parse(out.str());
   CHECK(report["resources"]["peak_host_rss_bytes"].get<std::int64_t>() > (1 << 20));  // this process holds more than 1 MiB
   CHECK(report["resources"]["peak_device_bytes"] == 3 << 20);
+}
+
+TEST_CASE("the host's available memory is read: more than a few MiB, no more than the machine has", "[reports]") {
+  const std::int64_t available = available_host_bytes();
+  const std::int64_t physical = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  CHECK(available > (std::int64_t{16} << 20));
+  CHECK(available <= physical);
 }
 
 TEST_CASE("device allocations are counted at their peak, frees included", "[reports]") {

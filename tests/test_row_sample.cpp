@@ -154,8 +154,11 @@ TEST_CASE("a head judged in blocks of rows gives what it gives judged whole, ele
     const auto blocks = evaluate_outputs(in, run, &block_refs, BoundChoice::tight, nullptr, 150 * 16);  // 16 rows a block
     REQUIRE(whole.size() == blocks.size());
     // Judged with a cache for the next call (as windows are), every K/V head's are kept after it,
-    // and the same metrics come out.
-    HeadKvCache cache(in);
+    // and the same metrics come out; one that keeps them while needed holds none after the call.
+    HeadKvCache needed(in, HeadKvCache::Keep::while_needed);
+    evaluate_outputs(in, run, nullptr, BoundChoice::tight, nullptr, 150 * 16, std::nullopt, host_evaluators(), &needed);
+    CHECK(needed.kept_bytes() == 0);
+    HeadKvCache cache(in, HeadKvCache::Keep::for_next_call);
     const auto cached = evaluate_outputs(in, run, nullptr, BoundChoice::tight, nullptr, 150 * 16, std::nullopt,
                                          host_evaluators(), &cache);
     CHECK(cache.kept_bytes() == static_cast<std::size_t>(2 * 2 * 150 * 32 * 2) * sizeof(double));

@@ -284,8 +284,8 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
 
   const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
   std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
-  // K and V of each K/V head, passed from block to block: kept in the caller's cache for its
-  // next call (windows), else only while blocks of this call still need them.
+  // K and V of each K/V head, passed from block to block: kept for the caller's next call
+  // (windows), else only while blocks of this call have yet to start (counted down as they do).
   std::optional<HeadKvCache> own_cache;
   HeadKvCache& kv_cache = kv ? *kv : own_cache.emplace(inputs);
   if (&kv_cache.inputs() != &inputs) throw Error("evaluate_outputs: a K/V cache of other inputs");
@@ -310,18 +310,23 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     HeadInputs in = rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, kv_cache.take(b, h))
                          : head_inputs(inputs, b, h, BiasForm::mask, kv_cache.take(b, h));
     // After the evaluator is gone, K and V go back for the head's next block.
+    --blocks_left[kv_slot(b, h)];
     struct GiveBack {
       HeadKvCache& cache;
       HeadInputs& in;
       std::int64_t b, kv_head;
-      bool keep;  // the caller's cache, or blocks of this call still need them
+      const std::atomic<std::int64_t>& left;  // blocks of this K/V head yet to start
       ~GiveBack() {
         try {
-          if (keep) cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
+          if (cache.keep() == HeadKvCache::Keep::for_next_call || left.load() > 0) {
+            cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
+          } else {
+            cache.drop(b, kv_head);  // one an earlier block gave back, that none will take
+          }
         } catch (...) {  // not kept: widened again when asked for
         }
       }
-    } give_back{kv_cache, in, b, shape.kv_head_of(h), --blocks_left[kv_slot(b, h)] > 0 || kv != nullptr};
+    } give_back{kv_cache, in, b, shape.kv_head_of(h), blocks_left[kv_slot(b, h)]};
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     ev->profile_into(profile);
     if (profile) ev->finish_queued();

@@ -54,9 +54,9 @@ std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Pro
 // alone and keep its references and the bound that decides (attribution needs the failing
 // one's; six FP64 tensors of every output would be the largest thing a long-context run
 // holds); the other results are then not compared. `source` evaluates the references: on
-// the host, or on a GPU (reference/gpu/). `kv`, when given, keeps every head's K and V for the
-// next call (a trace build's windows of rows judge the same heads again); without it a head's
-// are kept only while blocks of this call still need them.
+// the host, or on a GPU (reference/gpu/). `kv`, when given, hands the heads' K and V from block
+// to block under ids that stay the same from call to call, and keeps them as its Keep says
+// (HeadKvCache::Keep); without it, a cache of this call's keeps a head's while blocks need them.
 // `profile`, when given, receives the seconds of each step of the evaluation
 // (core/step_profile.h; the device's queued work finished between steps).
 std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const TraceRun& run,

@@ -69,12 +69,14 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
   result.reference_device = evaluators.device();
   const std::int64_t block = evaluators.block_elements();
+  // One K/V id a head for both evaluations below, so that a GPU's device copies serve both.
+  HeadKvCache kv(inputs, HeadKvCache::Keep::while_needed);
   StepProfile steps;
   StepProfile* const profile = options.profile_evaluation ? &steps : nullptr;
   Stopwatch watch;
   if (references) {
     result.outputs = evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, std::nullopt,
-                                      evaluators, nullptr, profile);
+                                      evaluators, &kv, profile);
     result.phases.evaluation = watch.lap();
     bring_to_host(run.captured);  // the references are kept for snapshots and reports, which read the captures
     result.divergence = attribute(inputs, run, result.outputs, refs, &sample);
@@ -82,13 +84,13 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
     // References are held only where a hypothesis reads them: the failing output's, computed
     // again when asked for (a clean run holds no FP64 tensor of a whole output at all).
     result.outputs = evaluate_outputs(inputs, run, nullptr, options.judged_by, &sample, block, std::nullopt,
-                                      evaluators, nullptr, profile);
+                                      evaluators, &kv, profile);
     result.phases.evaluation = watch.lap();
     if (attribution_reads_captures(result, run)) bring_to_host(run.captured);
     std::optional<std::size_t> computed;
     const ReferenceSource source = [&](std::size_t i) -> const std::vector<OutputReferences>& {
       if (computed != i) {
-        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, i, evaluators);
+        evaluate_outputs(inputs, run, &refs, options.judged_by, &sample, block, i, evaluators, &kv);
         computed = i;
       }
       return refs;

@@ -4,12 +4,25 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/resource_usage.h"
 #include "core/stopwatch.h"
 #include "harness/trace/attribute.h"
 #include "harness/trace/repeatability.h"
 #include "reference/gpu/gpu_evaluator.h"
 
 namespace fc {
+namespace {
+
+// Bytes of its trace build's buffers a query row takes.
+double trace_bytes_a_row(const Implementation& impl, const Problem& p) {
+  return static_cast<double>(impl.trace_bytes(p)) / static_cast<double>(std::max<std::int64_t>(p.shape.q_len, 1));
+}
+
+// What a run's captures may take on the host: they come there when a divergence is attributed,
+// and its repeatability test traces the run again, so a third of what the host has.
+double host_capture_budget() { return static_cast<double>(available_host_bytes()) / 3; }
+
+}  // namespace
 
 std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& inputs, const StageGraph& graph,
                              const JudgeOptions& options, bool keep_references) {
@@ -23,17 +36,23 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
   if (options.window_rows > 0) return options.window_rows >= p.shape.q_len ? 0 : whole_tiles(options.window_rows);
   std::size_t free = 0, total = 0;
   FC_CUDA(cudaMemGetInfo(&free, &total));
-  const double per_row = static_cast<double>(impl.trace_bytes(p)) / static_cast<double>(p.shape.q_len);
-  // The buffers may take what the device has free less what the GPU reference holds at once and
-  // room for what the implementation allocates while it runs (an eighth of the device, as the
-  // captures' copies leave it): all of it when the captures stay in the buffers for a reference
-  // on the GPU, half when each is copied beside them (or to the host, for one on the CPU).
-  const double spare = static_cast<double>(free) - static_cast<double>(gpu_reference_working_bytes()) -
-                       static_cast<double>(total) / 8;
+  const double per_row = trace_bytes_a_row(impl, p);
+  // Beside the buffers the device keeps what the GPU reference holds at once (its pools keep it
+  // from window to window) and what a run that keeps its captures in the buffers needs free
+  // (device_headroom: that working set again, or an eighth of the device for what the
+  // implementation allocates while it runs). The buffers take the rest when their captures stay
+  // in them for a reference on the GPU, half of it when each is copied beside them (or to the
+  // host, for a reference on the CPU).
+  const double reference = static_cast<double>(gpu_reference_working_bytes());
+  const double spare = static_cast<double>(free) - reference - std::max(reference, static_cast<double>(total) / 8);
   const bool kept = impl.captures_stay_in_buffers() && options.reference == ReferenceDevice::gpu;
-  const double budget = std::max(0.0, spare) / (kept ? 1 : 2);
-  if (per_row * static_cast<double>(p.shape.q_len) <= budget) return 0;
-  return whole_tiles(static_cast<std::int64_t>(budget / per_row));
+  // Never less than 35% of what is free (and as much again for copies), the rule before
+  // 2026-11-27: what a device smaller than twice that working set, or shared with other
+  // processes, keeps getting.
+  const double budget = std::max(0.35 * static_cast<double>(free), spare / (kept ? 1 : 2));
+  const double whole = per_row * static_cast<double>(p.shape.q_len);
+  if (whole <= budget && whole <= host_capture_budget()) return 0;
+  return std::min(p.shape.q_len, whole_tiles(static_cast<std::int64_t>(budget / per_row)));
 }
 
 RowSample rows_in(const RowSample& sample, const Shape& shape, const RowWindow& w) {
@@ -83,11 +102,10 @@ std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& o
   return std::nullopt;
 }
 
-RowWindow attribution_window(std::int64_t row, std::int64_t window_rows, std::int64_t query_tile,
-                             std::int64_t q_len) {
+RowWindow attribution_window(std::int64_t row, std::int64_t max_rows, std::int64_t query_tile, std::int64_t q_len) {
   const std::int64_t tile = std::max<std::int64_t>(query_tile, 1);
   const std::int64_t first = row / tile * tile;
-  const std::int64_t rows = std::min(window_rows, std::max(tile, kAttributionRows / tile * tile));
+  const std::int64_t rows = std::max(tile, max_rows / tile * tile);
   return RowWindow{first, std::min(rows, q_len - first)};
 }
 
@@ -116,7 +134,7 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   // The windows' evaluators and K/V, dropped before attribution, which judges with its own.
   std::unique_ptr<EvaluatorSource> gpu =
       options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
-  std::optional<HeadKvCache> kv(std::in_place, inputs);  // every window judges every head again
+  std::optional<HeadKvCache> kv(std::in_place, inputs, HeadKvCache::Keep::for_next_call);  // every window again
   const EvaluatorSource* evaluators = gpu ? gpu.get() : &host_evaluators();
   result.impl = impl.name();
   result.description = description;
@@ -163,7 +181,10 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
                                   [](const OutputResult& r) { return !r.passed(); });
   if (failed) {
     const std::int64_t row = first_failing_row(result.outputs).value_or(0);
-    const RowWindow w = attribution_window(row, window_rows, graph.query_tile, p.shape.q_len);
+    const double host_rows = host_capture_budget() / std::max(trace_bytes_a_row(impl, p), 1.0);
+    const std::int64_t max_rows =
+        std::min({window_rows, kAttributionRows, static_cast<std::int64_t>(std::min(host_rows, 1e15))});
+    const RowWindow w = attribution_window(row, max_rows, graph.query_tile, p.shape.q_len);
     TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
     run.production = std::move(production);
     const RowSample part = rows_in(sample, p.shape, w);

@@ -10,10 +10,11 @@
 
 namespace fc {
 
-// Query rows a window of `impl`'s trace build takes (a multiple of its query tile), or 0 when
-// it runs whole: forced by options, or sized so that the window's buffers (and their copies
-// kept on the device, when its captures do not stay in them) leave the device what the GPU
-// reference holds at once and an eighth of it for the implementation's own allocations.
+// Query rows a window of `impl`'s trace build takes (a multiple of its query tile, or every row),
+// or 0 when it runs whole: forced by options, or sized so that the window's buffers (and their
+// copies kept on the device, when its captures do not stay in them) leave the device what the
+// GPU reference holds and what a run keeping its captures needs free; whole only when the
+// whole trace also fits a third of the host's memory, where attribution brings it.
 std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& inputs, const StageGraph& graph,
                              const JudgeOptions& options, bool keep_references);
 
@@ -31,13 +32,13 @@ void fold_window(OutputResult& into, const OutputResult& next);
 // declared): any window shows that.
 std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& outputs);
 
-// Rows a window traced again for attribution holds at most: attribution brings its captures to
-// the host, and a window sized to the device would bring tens of GB.
+// Rows a window traced again for attribution holds at most (fewer where a third of the host's
+// memory holds fewer): attribution brings its captures to the host, and a window sized to the
+// device would bring tens of GB.
 constexpr std::int64_t kAttributionRows = 1024;
 // The window traced again to attribute a divergence whose first failing row is `row`: from the
-// query tile that holds it, at most kAttributionRows (in whole tiles, one at least) and no more
-// than a window's rows.
-RowWindow attribution_window(std::int64_t row, std::int64_t window_rows, std::int64_t query_tile, std::int64_t q_len);
+// query tile that holds it, at most max_rows in whole tiles (one tile at least).
+RowWindow attribution_window(std::int64_t row, std::int64_t max_rows, std::int64_t query_tile, std::int64_t q_len);
 
 // When the window traced again does not show the divergence the windows found (a race, say):
 // the first failing output, named from the folded results.
