@@ -119,6 +119,7 @@ BlockedReference blocked_reference(const HeadEvaluator& ev, std::int64_t col_beg
   BlockedReference r;
   // The evaluator's own evaluation of the whole tiles at once, where it has one; the rest
   // (all, or the narrower last tile) one tile after another from where it stopped.
+  if (col_end > col_begin) r.tiles.reserve(static_cast<std::size_t>((col_end - col_begin + tile_width - 1) / tile_width));
   const std::int64_t batched = ev.whole_tiles(col_begin, col_end, tile_width, a, r.tiles);
   Bounded max = batched > 0 ? r.tiles.back().softmax.max : constant_rows(rows, -kInf);
   Bounded sum = batched > 0 ? r.tiles.back().softmax.sum : constant_rows(rows, 0);

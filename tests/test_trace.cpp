@@ -358,7 +358,7 @@ TEST_CASE("a profiled evaluation lists its steps, and an unprofiled one none", "
   }
   CHECK(names == std::vector<std::string>{"head inputs and uploads", "end-to-end references", "captured outputs",
                                           "stage-local setup", "stage-local references", "comparisons",
-                                          "production comparisons"});
+                                          "production comparisons", "releasing the block's tensors"});
   std::ostringstream table;
   write_case_table(table, profiled);
   CHECK(table.str().find("by step (thread-seconds") != std::string::npos);

@@ -332,6 +332,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     if (profile) ev->finish_queued();
     inputs_step.reset();
     std::optional<StepTimer> step(ev->step("end-to-end references"));  // after ev: it finishes ev's work
+    std::optional<StepTimer> teardown;  // before the block's tensors: it times their release
     const QuantityMap e2e = end_to_end_reference(*ev, shape, graph);
     step->next("captured outputs");
     const QuantityMap kernel = captured_quantities(inputs.problem, run, b, h, e2e, rows, ev.get());
@@ -400,6 +401,8 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       }
       mine.push_back(m);
     }
+    step.reset();
+    if (profile) teardown.emplace(ev->step("releasing the block's tensors"));
   }, source.concurrency());
   for (std::size_t n = 0; n < traced.size(); ++n) fold(results[traced[n]], per_head, n);
   for (std::size_t n = 0; n < produced.size(); ++n) {
