@@ -198,33 +198,30 @@ std::vector<OutputComparison> compare_outputs(const HeadEvaluator& ev, const Pro
                                              const LocalReference& local,
                                              const std::vector<LocalReference::OutputRef>& outputs,
                                              const std::vector<HeadSpot>& spots, BoundChoice judged_by) {
-  std::vector<OutputComparison> c(outputs.size());
+  const std::size_t n = outputs.size();
+  std::vector<OutputComparison> c(n);
   StepTimer timer = ev.step("stage-local references");
-  const std::vector<Bounded> locals = local.evaluate_all(outputs);
+  std::vector<Bounded> locals = local.evaluate_all(outputs);
   timer.next("comparisons");
-  // Against both references in one call: end to end first, then stage-local.
-  std::vector<HeadEvaluator::CompareItem> items;
-  for (int against_local = 0; against_local < 2; ++against_local) {
-    for (std::size_t j = 0; j < outputs.size(); ++j) {
-      const Stage& stage = *outputs[j].first;
-      const StageOutput& out = *outputs[j].second;
-      const QuantityKey key = key_of(stage, out);
-      if (against_local) {
-        c[j].local_reference = locals[j];
-      } else {
-        c[j].end_to_end_reference = e2e.at(key);
-      }
-      // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
-      Extent e = existing_extent(problem, graph.algorithm, stage, out, spots[j].b);
-      if (spots[j].rows) e.rows = static_cast<std::int64_t>(spots[j].rows->size());  // existing rows only
-      const Bounded& reference = against_local ? c[j].local_reference : c[j].end_to_end_reference;
-      items.push_back({spots[j], &kernel.at(key), &reference, e.rows, e.cols, out.dtype});
-    }
+  // Against both references in one call: end to end first (items 0..n), then stage-local.
+  std::vector<HeadEvaluator::CompareItem> items(2 * n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const Stage& stage = *outputs[j].first;
+    const StageOutput& out = *outputs[j].second;
+    const QuantityKey key = key_of(stage, out);
+    c[j].end_to_end_reference = &e2e.at(key);
+    c[j].local_reference = std::move(locals[j]);
+    // Only what exists is compared (varlen: rows and keys past a sequence's lengths do not).
+    Extent e = existing_extent(problem, graph.algorithm, stage, out, spots[j].b);
+    if (spots[j].rows) e.rows = static_cast<std::int64_t>(spots[j].rows->size());  // existing rows only
+    const Bounded* kernel_values = &kernel.at(key);
+    items[j] = {spots[j], kernel_values, c[j].end_to_end_reference, e.rows, e.cols, out.dtype};
+    items[n + j] = {spots[j], kernel_values, &c[j].local_reference, e.rows, e.cols, out.dtype};
   }
   const std::vector<Metrics> metrics = ev.compare_each(items, judged_by);
-  for (std::size_t j = 0; j < outputs.size(); ++j) {
+  for (std::size_t j = 0; j < n; ++j) {
     c[j].end_to_end = metrics[j];
-    c[j].local = metrics[outputs.size() + j];
+    c[j].local = metrics[n + j];
   }
   return c;
 }
@@ -365,7 +362,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       mine[judged[j]] = {m.end_to_end, m.local};
       if (references) {  // each head writes its own slice: no two threads share elements
         OutputReferences& refs = (*references)[traced[judged[j]]];
-        const Bounded e2e_ref = ev->to_host(m.end_to_end_reference), local_ref = ev->to_host(m.local_reference);
+        const Bounded e2e_ref = ev->to_host(*m.end_to_end_reference), local_ref = ev->to_host(m.local_reference);
         set_rows(refs.end_to_end, b, h, rows, e2e_ref.value);
         set_rows(refs.end_to_end_bound, b, h, rows, e2e_ref.bound);
         set_rows(refs.end_to_end_tight, b, h, rows, e2e_ref.tight);

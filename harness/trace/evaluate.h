@@ -32,7 +32,8 @@ QuantityMap captured_quantities(const Problem& problem, const TraceRun& run, std
 // head's captured outputs (captured_quantities), `e2e` its end-to-end reference.
 struct OutputComparison {
   Metrics end_to_end, local;
-  Bounded end_to_end_reference, local_reference;
+  const Bounded* end_to_end_reference = nullptr;  // in the `e2e` map compared with
+  Bounded local_reference;
 };
 // `local` is the head's stage-local reference: one for all of a head's outputs, so that a
 // stage's outputs share its evaluation. compare_outputs compares many outputs of the head at
