@@ -34,32 +34,39 @@ void set_bias(HeadInputs& head, const AttentionInputs& in, std::int64_t b, std::
   }
 }
 
-}  // namespace
-
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form) {
-  HeadInputs head = head_inputs(in, b, h, form, head_kv(in, b, h));
-  head.kv_id = 0;  // its K and V are its own: nothing to keep for another
-  return head;
-}
-
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, HeadKv&& kv) {
+// The head's query rows `rows` (every row when null) with its K and V given.
+HeadInputs head_of(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
+                   BiasForm form, HeadKv&& kv) {
   if (kv.b != b || kv.kv_head != in.problem.shape.kv_head_of(h)) throw Error("head_inputs: K and V of another head");
   HeadInputs head;
-  head.q = head_matrix(in.q, b, h);
+  head.q = rows ? head_rows(in.q, b, h, *rows) : head_matrix(in.q, b, h);
   head.k = std::move(kv.k);
   head.v = std::move(kv.v);
   head.kv_id = kv.id;
   head.scale = in.problem.scale;
   head.softcap = in.problem.softcap;
-  set_bias(head, in, b, h, {}, form);
+  set_bias(head, in, b, h, rows ? *rows : std::vector<std::int64_t>{}, form);
   return head;
+}
+
+}  // namespace
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form) {
+  return head_of(in, b, h, nullptr, form, head_kv(in, b, h));
+}
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, HeadKv&& kv) {
+  return head_of(in, b, h, nullptr, form, std::move(kv));
 }
 
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
                        BiasForm form) {
-  HeadInputs head = head_inputs(in, b, h, rows, form, head_kv(in, b, h));
-  head.kv_id = 0;  // its K and V are its own: nothing to keep for another
-  return head;
+  return head_of(in, b, h, &rows, form, head_kv(in, b, h));
+}
+
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
+                       BiasForm form, HeadKv&& kv) {
+  return head_of(in, b, h, &rows, form, std::move(kv));
 }
 
 namespace {
@@ -69,23 +76,8 @@ std::atomic<std::uint64_t> last_kv_id{0};
 std::uint64_t reserve_kv_ids(std::uint64_t count) { return last_kv_id.fetch_add(count) + 1; }
 
 HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::uint64_t id) {
-  const Shape& s = in.problem.shape;
-  const std::int64_t kv_head = s.kv_head_of(h);
-  return {b, kv_head, id != 0 ? id : reserve_kv_ids(1), head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)};
-}
-
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
-                       BiasForm form, HeadKv&& kv) {
-  if (kv.b != b || kv.kv_head != in.problem.shape.kv_head_of(h)) throw Error("head_inputs: K and V of another head");
-  HeadInputs head;
-  head.q = head_rows(in.q, b, h, rows);
-  head.k = std::move(kv.k);
-  head.v = std::move(kv.v);
-  head.kv_id = kv.id;
-  head.scale = in.problem.scale;
-  head.softcap = in.problem.softcap;
-  set_bias(head, in, b, h, rows, form);
-  return head;
+  const std::int64_t kv_head = in.problem.shape.kv_head_of(h);
+  return {b, kv_head, id, head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)};
 }
 
 ChainArithmetic nominal_arithmetic(DType io) {

@@ -32,8 +32,8 @@ struct HeadKv {
   std::uint64_t id = 0;  // one per (inputs, b, K/V head) that share it, unique in the process
   MatrixR k, v;
 };
-// `id`: one reserve_kv_ids gave for this head (head_kv_cache.h keeps one a head), or 0 for a
-// new one.
+// `id`: one reserve_kv_ids gave for this head (head_kv_cache.h keeps one a head), or 0: K and V
+// of their own, which nothing keeps for another.
 HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::uint64_t id = 0);
 // `count` K/V ids none has used, the first returned, the rest following it.
 std::uint64_t reserve_kv_ids(std::uint64_t count);

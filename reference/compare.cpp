@@ -92,45 +92,32 @@ bool comes_before(const Index4& a, const Index4& b) {
   return std::tie(a.b, a.h, a.row, a.col) < std::tie(b.b, b.h, b.row, b.col);
 }
 
-void merge_any_order(Metrics& into, const Metrics& other) {
+void merge_metrics(Metrics& into, const Metrics& other) {
   const auto earlier = [](const std::optional<ElementReport>& a, const std::optional<ElementReport>& b) {
     if (!a) return b;
     if (!b) return a;
     return comes_before(b->index, a->index) ? b : a;
   };
-  const std::optional<ElementReport> first = earlier(into.first_failure, other.first_failure);
-  const std::optional<ElementReport> first_worst = earlier(into.first_worst_case_failure, other.first_worst_case_failure);
-  const bool other_worse = other.worst && (!into.worst || other.max_tight_error > into.max_tight_error ||
-                                           (other.max_tight_error == into.max_tight_error &&
-                                            comes_before(other.worst->index, into.worst->index)));
-  const std::optional<ElementReport> worst = other_worse ? other.worst : into.worst;
-  const double worst_error = other_worse ? other.max_tight_error : into.max_tight_error;
-  merge_after(into, other);
-  into.first_failure = first;
-  into.first_worst_case_failure = first_worst;
-  into.worst = worst;
-  into.max_tight_error = worst_error;
-}
-
-void merge_after(Metrics& into, const Metrics& next) {
-  into.elements += next.elements;
-  into.nan_kernel += next.nan_kernel;
-  into.posinf_kernel += next.posinf_kernel;
-  into.neginf_kernel += next.neginf_kernel;
-  into.nan_reference += next.nan_reference;
-  into.inf_reference += next.inf_reference;
-  into.masked_neg_inf += next.masked_neg_inf;
-  into.max_abs_error = std::max(into.max_abs_error, next.max_abs_error);
-  into.max_rel_error = std::max(into.max_rel_error, next.max_rel_error);
-  into.max_normalized_error = std::max(into.max_normalized_error, next.max_normalized_error);
-  into.over_bound += next.over_bound;
-  into.over_tight += next.over_tight;
-  into.max_ulp = std::max(into.max_ulp, next.max_ulp);
-  if (!into.first_failure) into.first_failure = next.first_failure;
-  if (!into.first_worst_case_failure) into.first_worst_case_failure = next.first_worst_case_failure;
-  if (next.worst && (!into.worst || next.max_tight_error > into.max_tight_error)) {
-    into.max_tight_error = next.max_tight_error;
-    into.worst = next.worst;
+  into.elements += other.elements;
+  into.nan_kernel += other.nan_kernel;
+  into.posinf_kernel += other.posinf_kernel;
+  into.neginf_kernel += other.neginf_kernel;
+  into.nan_reference += other.nan_reference;
+  into.inf_reference += other.inf_reference;
+  into.masked_neg_inf += other.masked_neg_inf;
+  into.max_abs_error = std::max(into.max_abs_error, other.max_abs_error);
+  into.max_rel_error = std::max(into.max_rel_error, other.max_rel_error);
+  into.max_normalized_error = std::max(into.max_normalized_error, other.max_normalized_error);
+  into.over_bound += other.over_bound;
+  into.over_tight += other.over_tight;
+  into.max_ulp = std::max(into.max_ulp, other.max_ulp);
+  into.first_failure = earlier(into.first_failure, other.first_failure);
+  into.first_worst_case_failure = earlier(into.first_worst_case_failure, other.first_worst_case_failure);
+  if (other.worst && (!into.worst || other.max_tight_error > into.max_tight_error ||
+                      (other.max_tight_error == into.max_tight_error &&
+                       comes_before(other.worst->index, into.worst->index)))) {
+    into.max_tight_error = other.max_tight_error;
+    into.worst = other.worst;
   }
 }
 

@@ -80,11 +80,10 @@ struct HeadSpot {
 Metrics compare_head(const HeadSpot& spot, const MatrixR& kernel, const Bounded& reference, DType kernel_format,
                      BoundChoice judged_by = BoundChoice::tight);
 
-// Folds `next`, which comes after `into` in (b, h, row, col) order, into `into`.
-void merge_after(Metrics& into, const Metrics& next);
-// The same for metrics of elements in any order (windows of rows, each over every head):
-// the first failure is the one first in (b, h, row, col) order, the worst of equals too.
-void merge_any_order(Metrics& into, const Metrics& other);
+// Folds the metrics of other elements into `into`, in any order (heads, blocks of rows, windows
+// of rows over every head): the first failure is the one first in (b, h, row, col) order, and
+// of equally bad elements the worst is the first too.
+void merge_metrics(Metrics& into, const Metrics& other);
 bool comes_before(const Index4& a, const Index4& b);
 
 }  // namespace fc

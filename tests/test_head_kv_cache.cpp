@@ -23,7 +23,7 @@ AttentionInputs gqa_inputs() {
 
 TEST_CASE("a head's K and V come back from the cache as widened, under one id a K/V head", "[reference][kv]") {
   const AttentionInputs in = gqa_inputs();
-  HeadKvCache cache(in);
+  HeadKvCache cache(in, HeadKvCache::Keep::for_next_call);
   HeadKv first = cache.take(1, 2);
   const HeadKv fresh = head_kv(in, 1, 2);
   CHECK(first.b == 1);
@@ -69,13 +69,33 @@ TEST_CASE("the cache keeps one copy a head, within its budget, and none of anoth
   none.give_back(none.take(1, 1));
   CHECK(none.kept_bytes() == 0);
   CHECK(other.k.size() == 7 * 8);
-  // Dropped: the next take widens again.
-  cache.give_back(std::move(other));
-  CHECK(cache.kept_bytes() == one_head);
-  cache.drop(0, 1);  // the other K/V head: nothing kept there
-  CHECK(cache.kept_bytes() == one_head);
-  cache.drop(0, 0);
+}
+
+TEST_CASE("a cache that keeps K and V while needed keeps them only while a take is expected", "[reference][kv]") {
+  const AttentionInputs in = gqa_inputs();
+  HeadKvCache cache(in, HeadKvCache::Keep::while_needed);
+  cache.expect(0, 0);
+  cache.expect(0, 1);  // the same K/V head: two blocks to come
+  HeadKv a = cache.take(0, 0), b = cache.take(0, 1);  // both running at once: none expected now
+  cache.give_back(std::move(a));
   CHECK(cache.kept_bytes() == 0);
+  // One more block: kept for it; given back after it, and the copy kept is let go as well.
+  cache.expect(0, 0);
+  cache.give_back(std::move(b));
+  CHECK(cache.kept_bytes() > 0);
+  HeadKv c = cache.take(0, 0);
+  CHECK(cache.kept_bytes() == 0);
+  cache.expect(1, 2);
+  HeadKv other = cache.take(1, 2);
+  cache.expect(0, 0);
+  cache.give_back(std::move(c));
+  CHECK(cache.kept_bytes() > 0);
+  cache.take(0, 0);
+  cache.give_back(head_kv(in, 0, 0, 0));  // not the cache's: changes nothing
+  HeadKv again = cache.take(0, 0);  // unexpected: widened, nothing kept to take
+  cache.give_back(std::move(again));  // none expected: nothing kept
+  CHECK(cache.kept_bytes() == 0);
+  CHECK(other.k.size() == 7 * 8);
 }
 
 }  // namespace fc

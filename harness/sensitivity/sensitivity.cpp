@@ -129,8 +129,8 @@ Trial judge_stage(const StageGraph& g, const Problem& problem, const Stage& st, 
         local = c.local;
         e2e = c.end_to_end;
       } else {
-        merge_after(*local, c.local);
-        merge_after(*e2e, c.end_to_end);
+        merge_metrics(*local, c.local);
+        merge_metrics(*e2e, c.end_to_end);
       }
     }
     if (!local || (local->passed() && e2e->passed())) continue;

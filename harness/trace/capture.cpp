@@ -231,15 +231,8 @@ void CaptureTap::capture(std::size_t stage, std::size_t output, const TensorView
   if (!copy_) return;
   if (device_headroom_ && view.on_device && row_major(view)) {
     if (buffers_ && view.buffer_id > 0) {
-      if (!keep_buffers_) {
-        std::size_t free = 0, total = 0;
-        FC_CUDA(cudaMemGetInfo(&free, &total));
-        keep_buffers_ = free >= buffers_headroom_;
-      }
-      if (*keep_buffers_) {
-        c.resident = std::shared_ptr<const void>(buffers_, view.data);
-        return;
-      }
+      c.resident = std::shared_ptr<const void>(buffers_, view.data);
+      return;
     }
     const std::shared_ptr<const DeviceMemory> copy = device_copy(view, *device_headroom_, stream_);
     c.resident = copy ? std::shared_ptr<const void>(copy, copy->get()) : nullptr;
@@ -287,7 +280,6 @@ void CaptureTap::reset() {
   fused_rows_.assign(captured_.size(), {});
   blocks_.assign(captured_.size(), {});
   in_blocks_.assign(captured_.size(), 0);
-  keep_buffers_.reset();
   if (device_flags_.get()) {
     const std::vector<FlagCounts> fresh(captured_.size());
     FC_CUDA(cudaMemcpyAsync(device_flags_.get(), fresh.data(), device_flags_.bytes(), cudaMemcpyHostToDevice, stream_));

@@ -62,13 +62,10 @@ class CaptureTap final : public Tap {
   // `headroom` bytes free beside them; the rest (host tensors, row blocks, varlen) go to the host.
   // With `buffers` (what owns the run's buffers, when nothing writes a capture after it is
   // captured: Implementation::captures_stay_in_buffers), a tensor in one of them is not copied
-  // at all: its capture points into the buffers and keeps them, as long as the device has
-  // `buffers_headroom` bytes free beside them (decided at the first capture; copies else).
-  void keep_on_device(std::size_t headroom, std::shared_ptr<const void> buffers = nullptr,
-                      std::size_t buffers_headroom = 0) {
+  // at all: its capture points into the buffers and keeps them.
+  void keep_on_device(std::size_t headroom, std::shared_ptr<const void> buffers = nullptr) {
     device_headroom_ = headroom;
     buffers_ = std::move(buffers);
-    buffers_headroom_ = buffers_headroom;
   }
   // The run captures `window`'s rows of every output (stages/stage.h, RowWindow).
   void set_window(const RowWindow& window) { window_ = window; }
@@ -94,8 +91,6 @@ class CaptureTap final : public Tap {
   bool fuse_flags_;
   std::optional<std::size_t> device_headroom_;
   std::shared_ptr<const void> buffers_;
-  std::size_t buffers_headroom_ = 0;
-  std::optional<bool> keep_buffers_;  // decided at the first capture that could
   RowWindow window_;
   std::vector<std::size_t> first_slot_;  // per stage
   std::vector<Captured> captured_;

@@ -1,6 +1,5 @@
 #include "harness/trace/evaluate.h"
 
-#include <atomic>
 #include <map>
 #include <string>
 #include <tuple>
@@ -133,8 +132,8 @@ void fold(OutputResult& r, const std::vector<std::vector<HeadMetrics>>& per_head
       r.end_to_end = m.end_to_end;
       r.local = m.local;
     } else {
-      merge_after(r.end_to_end, m.end_to_end);
-      merge_after(r.local, m.local);
+      merge_metrics(r.end_to_end, m.end_to_end);
+      merge_metrics(r.local, m.local);
     }
   }
 }
@@ -281,18 +280,12 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
 
   const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
   std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
-  // K and V of each K/V head, passed from block to block: kept for the caller's next call
-  // (windows), else only while blocks of this call have yet to start (counted down as they do).
+  // K and V of each K/V head, passed from block to block (HeadKvCache::Keep says how long).
   std::optional<HeadKvCache> own_cache;
   HeadKvCache& kv_cache = kv ? *kv : own_cache.emplace(inputs);
   if (&kv_cache.inputs() != &inputs) throw Error("evaluate_outputs: a K/V cache of other inputs");
-  const std::int64_t kv_heads = shape.kv_head_count();
-  std::vector<std::atomic<std::int64_t>> blocks_left(static_cast<std::size_t>(shape.batch * kv_heads));
-  const auto kv_slot = [&](std::int64_t b, std::int64_t h) {
-    return static_cast<std::size_t>(b * kv_heads + shape.kv_head_of(h));
-  };
   for (const RowBlock& block : blocks) {
-    if (block.whole_head || !block.rows.empty()) ++blocks_left[kv_slot(block.b, block.h)];
+    if (block.whole_head || !block.rows.empty()) kv_cache.expect(block.b, block.h);
   }
   parallel_for(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t item) {
     const RowBlock& block = blocks[static_cast<std::size_t>(item)];
@@ -307,23 +300,17 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
     HeadInputs in = rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, kv_cache.take(b, h))
                          : head_inputs(inputs, b, h, BiasForm::mask, kv_cache.take(b, h));
     // After the evaluator is gone, K and V go back for the head's next block.
-    --blocks_left[kv_slot(b, h)];
     struct GiveBack {
       HeadKvCache& cache;
       HeadInputs& in;
       std::int64_t b, kv_head;
-      const std::atomic<std::int64_t>& left;  // blocks of this K/V head yet to start
       ~GiveBack() {
         try {
-          if (cache.keep() == HeadKvCache::Keep::for_next_call || left.load() > 0) {
-            cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
-          } else {
-            cache.drop(b, kv_head);  // one an earlier block gave back, that none will take
-          }
+          cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
         } catch (...) {  // not kept: widened again when asked for
         }
       }
-    } give_back{kv_cache, in, b, shape.kv_head_of(h), blocks_left[kv_slot(b, h)]};
+    } give_back{kv_cache, in, b, shape.kv_head_of(h)};
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     ev->profile_into(profile);
     if (profile) ev->finish_queued();
@@ -377,25 +364,34 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       return;
     }
     if (!produced.empty()) step.emplace(ev->step("production comparisons"));
+    // Each result against the end-to-end reference, and bit for bit against the trace build's
+    // (its captured values: an exact reference, every bound 0), all in one comparison call.
+    std::vector<Bounded> values;
+    values.reserve(produced.size());  // the items point into it
+    std::vector<HeadEvaluator::CompareItem> items, against_trace;
+    std::vector<std::size_t> twin_item(produced.size(), produced.size());
     for (std::size_t n = 0; n < produced.size(); ++n) {
       const Captured& c = run.production.results[produced[n]];
       const Stage& stage = graph.stages[c.stage];
       const StageOutput& out = stage.outputs[c.output];
+      const QuantityKey key = key_of(stage, out);
       HeadSpot spot{b, h, 0, is_row_quantity(out.quantity)};
       spot.rows = rows;
       Extent e = existing_extent(inputs.problem, graph.algorithm, stage, out, b);
       if (rows) e.rows = static_cast<std::int64_t>(rows->size());
-      const auto values = [&](const Captured& t) {
-        std::vector<std::int64_t> held;
-        return ev->captured(copy_of(t), b, h, held_rows(t.window, rows, held), out.value_scale, out.dtype);
-      };
-      const Bounded produced_values = values(c);
-      HeadMetrics m{ev->compare(spot, produced_values, e2e.at(key_of(stage, out)), e.rows, e.cols, out.dtype, judged_by),
-                    Metrics{}};
-      // Bit for bit against the trace build's: an exact reference, every bound 0.
+      std::vector<std::int64_t> held;
+      values.push_back(ev->captured(copy_of(c), b, h, held_rows(c.window, rows, held), out.value_scale, out.dtype));
+      items.push_back({spot, &values.back(), &e2e.at(key), e.rows, e.cols, out.dtype});
       if (twins[n]) {
-        m.local = ev->compare(spot, produced_values, values(*twins[n]), e.rows, e.cols, out.dtype, judged_by);
+        twin_item[n] = against_trace.size();
+        against_trace.push_back({spot, &values.back(), &kernel.at(key), e.rows, e.cols, out.dtype});
       }
+    }
+    items.insert(items.end(), against_trace.begin(), against_trace.end());
+    const std::vector<Metrics> metrics = ev->compare_each(items, judged_by);
+    for (std::size_t n = 0; n < produced.size(); ++n) {
+      HeadMetrics m{metrics[n], Metrics{}};
+      if (twin_item[n] < produced.size()) m.local = metrics[produced.size() + twin_item[n]];
       mine.push_back(m);
     }
     step.reset();

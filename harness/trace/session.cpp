@@ -12,22 +12,20 @@
 #include "stages/device_kernels.h"
 
 namespace fc {
+
+std::size_t device_headroom(std::size_t workspace_bytes) {
+  std::size_t free = 0, total = 0;
+  FC_CUDA(cudaMemGetInfo(&free, &total));
+  const std::size_t reference = gpu_reference_working_bytes();
+  return std::max(reference > workspace_bytes ? reference - workspace_bytes : 0, total / 8);
+}
+
 namespace {
 
 std::vector<std::string> names_of(const Workspace& workspace) {
   std::vector<std::string> names{""};
   for (int id = 1; id <= workspace.buffer_count(); ++id) names.push_back(workspace.buffer_name(id));
   return names;
-}
-
-// What device copies of captures leave free: what the GPU reference holds at once, less the
-// implementation's buffers when they are given back before it runs (0 when the captures keep
-// them), and room for what the implementation allocates while it runs (an eighth of the device).
-std::size_t device_headroom(std::size_t workspace_bytes) {
-  std::size_t free = 0, total = 0;
-  FC_CUDA(cudaMemGetInfo(&free, &total));
-  const std::size_t reference = gpu_reference_working_bytes();
-  return std::max(reference > workspace_bytes ? reference - workspace_bytes : 0, total / 8);
 }
 
 // One run: prepare the implementation's buffers, tune, poison, run with the tap, read the
@@ -44,7 +42,13 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   } catch (const Error& e) {
     return std::string("preparing its buffers: ") + e.what();
   }
-  if (keep_on_device) tap.keep_on_device(device_headroom(workspace.bytes()), std::move(buffers), device_headroom(0));
+  if (keep_on_device) {
+    // Captures keep the buffers only where the reference's working set stays free beside them.
+    std::size_t free = 0, total = 0;
+    if (buffers) FC_CUDA(cudaMemGetInfo(&free, &total));
+    if (buffers && free < device_headroom(0)) buffers.reset();
+    tap.keep_on_device(device_headroom(workspace.bytes()), std::move(buffers));
+  }
   // A kernel that never finishes ends the process with one line (core/watchdog.h).
   const Watchdog watchdog(impl.name() + (trace_build ? ": the trace build's run" : ": the production build's run"));
   if (gpu) {

@@ -29,6 +29,11 @@ struct TraceRun {
   RowWindow window;                       // the query rows the trace build captured
 };
 
+// What device copies of captures leave free: what the GPU reference holds at once, less the
+// implementation's buffers when they are given back before it runs (0 when the captures keep
+// them), and room for what the implementation allocates while it runs (an eighth of the device).
+std::size_t device_headroom(std::size_t workspace_bytes);
+
 // Why the implementation's trace build cannot run on this device, when its buffers need more
 // memory than the device has free (a GPU implementation; nullopt when they fit).
 std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem,

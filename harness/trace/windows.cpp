@@ -15,7 +15,13 @@ namespace {
 
 // Bytes of its trace build's buffers a query row takes.
 double trace_bytes_a_row(const Implementation& impl, const Problem& p) {
-  return static_cast<double>(impl.trace_bytes(p)) / static_cast<double>(std::max<std::int64_t>(p.shape.q_len, 1));
+  return static_cast<double>(trace_bytes_in(impl, p, RowWindow{0, 1}));
+}
+
+// Rows in whole query tiles, one at least.
+std::int64_t whole_tiles(std::int64_t rows, std::int64_t query_tile) {
+  const std::int64_t tile = std::max<std::int64_t>(query_tile, 1);
+  return std::max(tile, rows / tile * tile);
 }
 
 // What a run's captures may take on the host: they come there when a divergence is attributed,
@@ -31,9 +37,9 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
       p.shape.q_len == 0) {
     return 0;
   }
-  const std::int64_t tile = std::max<std::int64_t>(graph.query_tile, 1);
-  const auto whole_tiles = [&](std::int64_t rows) { return std::max(tile, rows / tile * tile); };
-  if (options.window_rows > 0) return options.window_rows >= p.shape.q_len ? 0 : whole_tiles(options.window_rows);
+  if (options.window_rows > 0) {
+    return options.window_rows >= p.shape.q_len ? 0 : whole_tiles(options.window_rows, graph.query_tile);
+  }
   std::size_t free = 0, total = 0;
   FC_CUDA(cudaMemGetInfo(&free, &total));
   const double per_row = trace_bytes_a_row(impl, p);
@@ -43,8 +49,8 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
   // implementation allocates while it runs). The buffers take the rest when their captures stay
   // in them for a reference on the GPU, half of it when each is copied beside them (or to the
   // host, for a reference on the CPU).
-  const double reference = static_cast<double>(gpu_reference_working_bytes());
-  const double spare = static_cast<double>(free) - reference - std::max(reference, static_cast<double>(total) / 8);
+  const double spare = static_cast<double>(free) - static_cast<double>(gpu_reference_working_bytes()) -
+                       static_cast<double>(device_headroom(0));
   const bool kept = impl.captures_stay_in_buffers() && options.reference == ReferenceDevice::gpu;
   // Never less than 35% of what is free (and as much again for copies), the rule before
   // 2026-11-27: what a device smaller than twice that working set, or shared with other
@@ -52,7 +58,7 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
   const double budget = std::max(0.35 * static_cast<double>(free), spare / (kept ? 1 : 2));
   const double whole = per_row * static_cast<double>(p.shape.q_len);
   if (whole <= budget && whole <= host_capture_budget()) return 0;
-  return std::min(p.shape.q_len, whole_tiles(static_cast<std::int64_t>(budget / per_row)));
+  return std::min(p.shape.q_len, whole_tiles(static_cast<std::int64_t>(budget / per_row), graph.query_tile));
 }
 
 RowSample rows_in(const RowSample& sample, const Shape& shape, const RowWindow& w) {
@@ -79,8 +85,8 @@ void fold_window(OutputResult& into, const OutputResult& next) {
       into.end_to_end = next.end_to_end;
       into.local = next.local;
     } else {
-      merge_any_order(into.end_to_end, next.end_to_end);
-      merge_any_order(into.local, next.local);
+      merge_metrics(into.end_to_end, next.end_to_end);
+      merge_metrics(into.local, next.local);
     }
     into.compared = true;
   }
@@ -105,8 +111,7 @@ std::optional<std::int64_t> first_failing_row(const std::vector<OutputResult>& o
 RowWindow attribution_window(std::int64_t row, std::int64_t max_rows, std::int64_t query_tile, std::int64_t q_len) {
   const std::int64_t tile = std::max<std::int64_t>(query_tile, 1);
   const std::int64_t first = row / tile * tile;
-  const std::int64_t rows = std::max(tile, max_rows / tile * tile);
-  return RowWindow{first, std::min(rows, q_len - first)};
+  return RowWindow{first, std::min(whole_tiles(max_rows, tile), q_len - first)};
 }
 
 Divergence unreproduced(const std::vector<OutputResult>& outputs) {
@@ -131,52 +136,50 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   const Problem& p = inputs.problem;
   const StageGraph graph = impl.stage_graph(p);
   const RowSample sample = sample_rows(p, graph, options.rows);
-  // The windows' evaluators and K/V, dropped before attribution, which judges with its own.
-  std::unique_ptr<EvaluatorSource> gpu =
-      options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
-  std::optional<HeadKvCache> kv(std::in_place, inputs, HeadKvCache::Keep::for_next_call);  // every window again
-  const EvaluatorSource* evaluators = gpu ? gpu.get() : &host_evaluators();
   result.impl = impl.name();
   result.description = description;
   result.algorithm = graph.algorithm.describe();
-  result.reference_device = evaluators->device();
   result.window_rows = window_rows;
   result.coverage = (sample.all ? std::string("every row") : sample.coverage) + "; traced in windows of " +
                     std::to_string(window_rows) + " query rows, each judged and dropped before the next";
   ProductionRun production;
   if (options.production && impl.has_production_build()) production = run_production(impl, inputs, device, graph);
   result.phases.production_run = watch.lap();
-  StepProfile steps;
-  StepProfile* const profile = options.profile_evaluation ? &steps : nullptr;
-  for (std::int64_t first = 0; first < p.shape.q_len; first += window_rows) {
-    const RowWindow w{first, std::min(window_rows, p.shape.q_len - first)};
-    const RowSample part = rows_in(sample, p.shape, w);  // none: its flags alone
-    TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
-    result.phases.traced_run += watch.lap();
-    if (!run.error.empty()) {
-      result.verdict = Verdict::error;
-      result.reason = "query rows " + std::to_string(w.first) + ".." + std::to_string(w.first + w.rows - 1) + ": " +
-                      run.error;
-      result.descriptors = run.descriptors;
-      return j;
+  {  // the windows' evaluators and K/V go before attribution, which judges with its own
+    const std::unique_ptr<EvaluatorSource> gpu =
+        options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
+    const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
+    result.reference_device = evaluators.device();
+    HeadKvCache kv(inputs, HeadKvCache::Keep::for_next_call);  // every window judges every head again
+    StepProfile steps;
+    StepProfile* const profile = options.profile_evaluation ? &steps : nullptr;
+    for (std::int64_t first = 0; first < p.shape.q_len; first += window_rows) {
+      const RowWindow w{first, std::min(window_rows, p.shape.q_len - first)};
+      const RowSample part = rows_in(sample, p.shape, w);  // none: its flags alone
+      TraceRun run = run_traced(impl, inputs, device, true, options.reference == ReferenceDevice::gpu, w);
+      result.phases.traced_run += watch.lap();
+      if (!run.error.empty()) {
+        result.verdict = Verdict::error;
+        result.reason = "query rows " + std::to_string(w.first) + ".." + std::to_string(w.first + w.rows - 1) + ": " +
+                        run.error;
+        result.descriptors = run.descriptors;
+        return j;
+      }
+      run.production = std::move(production);  // lent to each window, never copied
+      const std::vector<OutputResult> outputs = evaluate_outputs(
+          inputs, run, nullptr, options.judged_by, &part, evaluators.block_elements(), std::nullopt, evaluators, &kv,
+          profile);
+      production = std::move(run.production);
+      result.phases.evaluation += watch.lap();
+      if (result.outputs.empty()) {
+        result.outputs = outputs;
+        result.descriptors = run.descriptors;
+      } else {
+        for (std::size_t i = 0; i < outputs.size(); ++i) fold_window(result.outputs[i], outputs[i]);
+      }
     }
-    run.production = std::move(production);  // lent to each window, never copied
-    const std::vector<OutputResult> outputs = evaluate_outputs(
-        inputs, run, nullptr, options.judged_by, &part, evaluators->block_elements(), std::nullopt, *evaluators, &*kv,
-        profile);
-    production = std::move(run.production);
-    result.phases.evaluation += watch.lap();
-    if (result.outputs.empty()) {
-      result.outputs = outputs;
-      result.descriptors = run.descriptors;
-    } else {
-      for (std::size_t i = 0; i < outputs.size(); ++i) fold_window(result.outputs[i], outputs[i]);
-    }
+    result.evaluation_steps = steps.steps();
   }
-  result.evaluation_steps = steps.steps();
-  evaluators = nullptr;
-  kv.reset();
-  gpu.reset();
   const bool failed = std::any_of(result.outputs.begin(), result.outputs.end(),
                                   [](const OutputResult& r) { return !r.passed(); });
   if (failed) {

@@ -16,6 +16,11 @@ std::optional<DeviceKv> DeviceKvCache::find(std::uint64_t id) const {
   return it->second;
 }
 
+bool DeviceKvCache::has_room(std::size_t bytes) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_ + bytes <= budget_;
+}
+
 void DeviceKvCache::keep(std::uint64_t id, const DeviceKv& kv) {
   const std::size_t bytes = bytes_of(kv);
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -22,6 +22,8 @@ class DeviceKvCache {
   explicit DeviceKvCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
 
   std::optional<DeviceKv> find(std::uint64_t id) const;
+  // Whether keep would take `bytes` more now (the caller need not finish a copy it cannot keep).
+  bool has_room(std::size_t bytes) const;
   // Keeps kv under id while the budget has room (nothing is dropped for it: windows judge the
   // heads in the same order each time, so dropping the oldest would never hit); nothing when id
   // is kept already. kv's stream must be synchronized.

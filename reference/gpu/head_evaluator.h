@@ -72,7 +72,8 @@ struct ThreadContext {
     }
     DeviceKv uploaded{std::make_shared<const DeviceMatrix>(gpu::upload(in.k, stream.get())),
                       std::make_shared<const DeviceMatrix>(gpu::upload(in.v, stream.get()))};
-    if (in.kv_id != 0) {
+    const std::size_t bytes = static_cast<std::size_t>(in.k.size() + in.v.size()) * sizeof(double);
+    if (in.kv_id != 0 && kv_cache.has_room(bytes)) {
       FC_CUDA(cudaStreamSynchronize(stream.get()));  // complete before another stream reads it
       kv_cache.keep(in.kv_id, uploaded);
     }
@@ -234,8 +235,6 @@ class GpuHeadEvaluator final : public HeadEvaluator {
   DevicePtr qk_stack(std::int64_t col_begin, std::int64_t tiles, std::int64_t width, const Arithmetic& a) const;
   std::unique_ptr<PvWork> pv_products(const DeviceBounded& p, std::int64_t tiles, std::int64_t key_begin,
                                       const Arithmetic& a) const;
-  void widen_into(const CapturedTensor& t, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
-                  double scale, double* out) const;
 
   ThreadContext& ctx_;
   cudaStream_t s_;

@@ -42,34 +42,26 @@ Metrics metrics_of(const HeadSpot& spot, const gpu::DeviceComparison& d, std::in
   return m;
 }
 
-}  // namespace
-
-// Rows `rows` (all when null) of head (b, h) of t, widened to FP64 into `out` (their rows x
-// the head's columns): one widening, the rows gathered first unless consecutive.
-void GpuHeadEvaluator::widen_into(const CapturedTensor& t, std::int64_t b, std::int64_t h,
-                                  const std::vector<std::int64_t>* rows, double scale, double* out) const {
-  const HeadLayout l = head_layout(t.dims, b, h);
-  const std::size_t element = dtype_size(t.dtype), row_bytes = static_cast<std::size_t>(l.cols) * element;
-  const auto* head = static_cast<const unsigned char*>(t.host ? t.host->data() : t.device) +
-                     static_cast<std::size_t>(l.offset) * element;
-  const gpu::Memory where = t.host ? gpu::Memory::host : gpu::Memory::device;
-  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
-  const std::int64_t count = rows ? static_cast<std::int64_t>(rows->size()) : l.rows;
-  if (first) {
-    gpu::widen(head + static_cast<std::size_t>(*first) * row_bytes, where, t.dtype, count * l.cols, scale, out, s_);
+// Rows [first, first + count) of a head of `cols` elements stored at `head` on the host, or its
+// rows `listed` when given, widened to FP64 into `out` on the device: one widening, listed rows
+// gathered on the host first.
+void widen_from_host(const unsigned char* head, DType t, std::int64_t first, std::int64_t count,
+                     const std::vector<std::int64_t>* listed, std::int64_t cols, double scale, double* out,
+                     cudaStream_t s) {
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
+  if (!listed) {
+    gpu::widen(head + static_cast<std::size_t>(first) * row_bytes, gpu::Memory::host, t, count * cols, scale, out, s);
     return;
   }
-  if (!t.host) {
-    gpu::widen_rows_each({head}, t.dtype, *rows, l.cols, scale, out, s_);
-    return;
-  }
-  std::vector<unsigned char> gathered(static_cast<std::size_t>(count) * row_bytes);
-  for (std::size_t r = 0; r < rows->size(); ++r) {
-    std::memcpy(gathered.data() + r * row_bytes, head + static_cast<std::size_t>((*rows)[r]) * row_bytes, row_bytes);
+  std::vector<unsigned char> gathered(listed->size() * row_bytes);
+  for (std::size_t r = 0; r < listed->size(); ++r) {
+    std::memcpy(gathered.data() + r * row_bytes, head + static_cast<std::size_t>((*listed)[r]) * row_bytes, row_bytes);
   }
   // widen() has copied a host source before it returns.
-  gpu::widen(gathered.data(), gpu::Memory::host, t.dtype, count * l.cols, scale, out, s_);
+  gpu::widen(gathered.data(), gpu::Memory::host, t, count * cols, scale, out, s);
 }
+
+}  // namespace
 
 std::vector<Bounded> GpuHeadEvaluator::captured_each(const std::vector<CapturedTensor>& tensors, std::int64_t b,
                                                      std::int64_t h, const std::vector<std::int64_t>* rows,
@@ -91,27 +83,40 @@ std::vector<Bounded> GpuHeadEvaluator::captured_each(const std::vector<CapturedT
   DeviceBounded stack;
   stack.format = format;
   stack.value = DeviceMatrix(n * count, l.cols, s_);
+  // Rows listed unless consecutive; the device's tensors in one widening (its tables cost a
+  // synchronization, a launch a row would cost far more), the host's each in one.
+  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
+  const std::vector<std::int64_t>* listed = first ? nullptr : rows;
+  const DType dtype = tensors[0].dtype;
+  const auto head_of = [&](const CapturedTensor& t) {
+    return static_cast<const unsigned char*>(t.host ? t.host->data() : t.device) +
+           static_cast<std::size_t>(l.offset) * dtype_size(t.dtype);
+  };
+  const auto widen_on_device = [&](const std::vector<const void*>& heads, double* out) {
+    if (listed) {
+      gpu::widen_rows_each(heads, dtype, *listed, l.cols, scale, out, s_);
+    } else {
+      gpu::widen_rows_each(heads, dtype, *first, count, l.cols, scale, out, s_);
+    }
+  };
   bool on_device = true;
   for (const CapturedTensor& t : tensors) on_device = on_device && !t.host;
-  const std::optional<std::int64_t> first = rows ? first_of_consecutive(*rows) : std::optional<std::int64_t>(0);
-  if (on_device && !(n == 1 && first)) {
-    // Every tensor and row in one widening, rows listed unless consecutive (its table of
-    // sources costs a synchronization, a launch a row would cost far more).
+  if (on_device) {
     std::vector<const void*> heads;
-    for (const CapturedTensor& t : tensors) {
-      heads.push_back(static_cast<const unsigned char*>(t.device) + static_cast<std::size_t>(l.offset) * dtype_size(t.dtype));
-    }
-    if (first) {
-      gpu::widen_rows_each(heads, tensors[0].dtype, *first, count, l.cols, scale, stack.value.data(), s_);
-    } else {
-      gpu::widen_rows_each(heads, tensors[0].dtype, *rows, l.cols, scale, stack.value.data(), s_);
-    }
+    for (const CapturedTensor& t : tensors) heads.push_back(head_of(t));
+    widen_on_device(heads, stack.value.data());
   } else {
     for (std::int64_t i = 0; i < n; ++i) {
-      widen_into(tensors[static_cast<std::size_t>(i)], b, h, rows, scale, stack.value.row(i * count));
+      const CapturedTensor& t = tensors[static_cast<std::size_t>(i)];
+      double* out = stack.value.row(i * count);
+      if (t.host) {
+        widen_from_host(head_of(t), dtype, first.value_or(0), count, listed, l.cols, scale, out, s_);
+      } else {
+        widen_on_device({head_of(t)}, out);
+      }
     }
   }
-  return gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(stack)), n);
+  return gpu::tiles_of(std::move(stack), n);
 }
 
 std::vector<Metrics> GpuHeadEvaluator::compare_each(const std::vector<CompareItem>& items,

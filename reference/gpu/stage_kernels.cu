@@ -4,7 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/check.h"
@@ -148,26 +148,36 @@ __global__ void combine_lse_kernel(const BoundedIn* lses, int splits, std::int64
   }
 }
 
-// The splits' base pointers on the device, for the combine kernels; freed stream-ordered.
-class SplitTable {
+// A table of values a kernel reads (pointers, row indices), copied to the device and freed
+// stream-ordered.
+template <class T>
+class DeviceTable {
  public:
-  SplitTable(const std::vector<const DeviceBounded*>& parts, cudaStream_t stream) : stream_(stream) {
-    std::vector<BoundedIn> host;
-    for (const DeviceBounded* p : parts) host.push_back(in(*p));
-    data_ = static_cast<BoundedIn*>(allocate_async(host.size() * sizeof(BoundedIn), stream));
-    FC_CUDA(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(BoundedIn), cudaMemcpyHostToDevice, stream));
-    // The host vector goes out of scope before the copy may have run.
+  DeviceTable(const std::vector<T>& host, cudaStream_t stream) : stream_(stream) {
+    if (host.empty()) return;
+    data_ = static_cast<T*>(allocate_async(host.size() * sizeof(T), stream));
+    FC_CUDA(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+    // The host vector may go once this returns, before the copy has run.
     FC_CUDA(cudaStreamSynchronize(stream));
   }
-  ~SplitTable() { cudaFreeAsync(data_, stream_); }
-  SplitTable(const SplitTable&) = delete;
-  SplitTable& operator=(const SplitTable&) = delete;
-  const BoundedIn* get() const { return data_; }
+  ~DeviceTable() {
+    if (data_) cudaFreeAsync(data_, stream_);
+  }
+  DeviceTable(const DeviceTable&) = delete;
+  DeviceTable& operator=(const DeviceTable&) = delete;
+  const T* get() const { return data_; }
 
  private:
-  BoundedIn* data_ = nullptr;
+  T* data_ = nullptr;
   cudaStream_t stream_;
 };
+
+// The splits' base pointers, for the combine kernels.
+DeviceTable<BoundedIn> split_table(const std::vector<const DeviceBounded*>& parts, cudaStream_t stream) {
+  std::vector<BoundedIn> host;
+  for (const DeviceBounded* p : parts) host.push_back(in(*p));
+  return DeviceTable<BoundedIn>(host, stream);
+}
 
 }  // namespace
 
@@ -211,30 +221,25 @@ void widen(const void* data, Memory where, DType t, std::int64_t n, double scale
 
 namespace {
 
-// The stack of widen_rows_each: its table (the sources, then the listed rows) uploaded at once.
+// widen_rows_each: rows [first, first + count) of each source, or the rows `listed` (count of
+// them) when given.
 void widen_stack(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
-                 const std::int64_t* listed, std::int64_t cols, double scale, double* out, cudaStream_t stream) {
+                 const std::vector<std::int64_t>* listed, std::int64_t cols, double scale, double* out,
+                 cudaStream_t stream) {
   if (!widens(t)) throw Error(std::string("gpu reference: cannot widen ") + dtype_name(t));
   const std::int64_t each = count * cols, n = each * static_cast<std::int64_t>(sources.size());
   if (n == 0) return;
-  static_assert(sizeof(const void*) == sizeof(std::int64_t), "one table of 8-byte entries");
-  std::vector<std::int64_t> table(sources.size() + (listed ? static_cast<std::size_t>(count) : 0));
-  std::memcpy(table.data(), sources.data(), sources.size() * sizeof(const void*));
-  if (listed) std::copy(listed, listed + count, table.begin() + static_cast<std::ptrdiff_t>(sources.size()));
-  const std::size_t bytes = table.size() * sizeof(std::int64_t);
-  auto* device = static_cast<std::int64_t*>(allocate_async(bytes, stream));
-  cudaError_t status = cudaMemcpyAsync(device, table.data(), bytes, cudaMemcpyHostToDevice, stream);
-  // `table` goes once this returns: the copy is done before.
-  if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
-  if (status == cudaSuccess) {
-    const std::int64_t* rows = listed ? device + sources.size() : nullptr;
-    widen_each_kernel<<<element_blocks(n), kThreads, 0, stream>>>(reinterpret_cast<const void* const*>(device), rows,
-                                                                 format_code(t), first, cols, each, n, scale, out);
-    status = cudaGetLastError();
+  if (sources.size() == 1 && !listed) {  // one run of rows: no table
+    widen(static_cast<const unsigned char*>(sources[0]) + static_cast<std::size_t>(first * cols) * dtype_size(t),
+          Memory::device, t, each, scale, out, stream);
+    return;
   }
-  const cudaError_t freed = cudaFreeAsync(device, stream);
-  FC_CUDA(status);
-  FC_CUDA(freed);
+  const DeviceTable<const void*> table(sources, stream);
+  const std::optional<DeviceTable<std::int64_t>> rows =
+      listed ? std::optional<DeviceTable<std::int64_t>>(std::in_place, *listed, stream) : std::nullopt;
+  widen_each_kernel<<<element_blocks(n), kThreads, 0, stream>>>(table.get(), rows ? rows->get() : nullptr,
+                                                               format_code(t), first, cols, each, n, scale, out);
+  FC_CUDA_LAUNCH();
 }
 
 }  // namespace
@@ -246,7 +251,7 @@ void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int6
 
 void widen_rows_each(const std::vector<const void*>& sources, DType t, const std::vector<std::int64_t>& rows,
                      std::int64_t cols, double scale, double* out, cudaStream_t stream) {
-  widen_stack(sources, t, 0, static_cast<std::int64_t>(rows.size()), rows.data(), cols, scale, out, stream);
+  widen_stack(sources, t, 0, static_cast<std::int64_t>(rows.size()), &rows, cols, scale, out, stream);
 }
 
 void square(const DeviceMatrix& x, DeviceMatrix& o, cudaStream_t stream) {
@@ -346,7 +351,7 @@ void combine_rows(const std::vector<const DeviceBounded*>& outs, const std::vect
                   DeviceBounded& o, const stage_math::OutputTerms& terms, cudaStream_t stream) {
   const std::int64_t rows = o.value.rows();
   if (rows == 0) return;
-  const SplitTable parts(outs, stream), lse_table(lses, stream);
+  const DeviceTable<BoundedIn> parts = split_table(outs, stream), lse_table = split_table(lses, stream);
   combine_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(parts.get(), lse_table.get(), static_cast<int>(outs.size()),
                                                             rows, out(o), terms);
   FC_CUDA_LAUNCH();
@@ -356,7 +361,7 @@ void combine_lse_rows(const std::vector<const DeviceBounded*>& lses, DeviceBound
                       const stage_math::OutputTerms& terms, cudaStream_t stream) {
   const std::int64_t rows = o.value.rows();
   if (rows == 0) return;
-  const SplitTable lse_table(lses, stream);
+  const DeviceTable<BoundedIn> lse_table = split_table(lses, stream);
   combine_lse_kernel<<<element_blocks(rows), kThreads, 0, stream>>>(lse_table.get(), static_cast<int>(lses.size()),
                                                                     rows, out(o), terms);
   FC_CUDA_LAUNCH();

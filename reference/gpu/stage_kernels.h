@@ -23,7 +23,8 @@ enum class Memory { host, device };
 void widen(const void* data, Memory where, DType t, std::int64_t n, double scale, double* out, cudaStream_t stream);
 
 // out = scale x rows [first, first + count) of each of the device tensors at `sources` (each
-// rows of `cols` elements in format t), widened, one after another: a stack of them.
+// rows of `cols` elements in format t), widened, one after another: a stack of them (one
+// source: a plain widening, without a table of sources).
 void widen_rows_each(const std::vector<const void*>& sources, DType t, std::int64_t first, std::int64_t count,
                      std::int64_t cols, double scale, double* out, cudaStream_t stream);
 // The same with the rows listed (a sample's rows spread over the tensors): one launch whatever

@@ -136,13 +136,10 @@ std::vector<OnlineSoftmaxResult> GpuHeadEvaluator::online_softmax_each(const std
     DeviceBounded rescale = gpu::allocate_bounded(rows, 1, DType::f32, s_);
     gpu::online_softmax_rows(*scores, *gpu::stack_view(m, first, count), *gpu::stack_view(l, first, count), p, max,
                              sum, rescale, output_terms(a), s_);
-    const DevicePtr ps = std::make_shared<const DeviceBounded>(std::move(p));
-    const DevicePtr maxes = std::make_shared<const DeviceBounded>(std::move(max));
-    const DevicePtr sums = std::make_shared<const DeviceBounded>(std::move(sum));
-    const DevicePtr factors = std::make_shared<const DeviceBounded>(std::move(rescale));
-    for (std::int64_t t = 0; t < n; ++t) {
-      out.push_back({resident_on_device(gpu::tile_of(ps, n, t)), resident_on_device(gpu::tile_of(maxes, n, t)),
-                     resident_on_device(gpu::tile_of(sums, n, t)), resident_on_device(gpu::tile_of(factors, n, t))});
+    std::vector<Bounded> ps = gpu::tiles_of(std::move(p), n), maxes = gpu::tiles_of(std::move(max), n),
+                         sums = gpu::tiles_of(std::move(sum), n), factors = gpu::tiles_of(std::move(rescale), n);
+    for (std::size_t t = 0; t < count; ++t) {
+      out.push_back({std::move(ps[t]), std::move(maxes[t]), std::move(sums[t]), std::move(factors[t])});
     }
   }
   return out;
@@ -163,7 +160,7 @@ std::vector<Bounded> GpuHeadEvaluator::rescale_each(const std::vector<RescaleIte
     DeviceBounded r = gpu::allocate_bounded(acc->value.rows(), acc->value.cols(), a.out, s_);
     gpu::rescale_rows(*acc, *gpu::stack_view(mp, first, count), *gpu::stack_view(mn, first, count), r,
                       output_terms(a), s_);
-    for (Bounded& t : gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(r)), static_cast<std::int64_t>(count))) {
+    for (Bounded& t : gpu::tiles_of(std::move(r), static_cast<std::int64_t>(count))) {
       out.push_back(std::move(t));
     }
   }
@@ -191,7 +188,7 @@ std::vector<Bounded> GpuHeadEvaluator::pv_each(const std::vector<PvItem>& items,
     const std::unique_ptr<PvWork> work = pv_products(*ps, n, items[first].key_begin, a);
     DeviceBounded r = gpu::allocate_bounded(ps->value.rows(), v_.cols(), a.out, s_);
     gpu::pv_finish(work->products(), accs.get(), work->terms, r, s_);
-    for (Bounded& t : gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(r)), n)) out.push_back(std::move(t));
+    for (Bounded& t : gpu::tiles_of(std::move(r), n)) out.push_back(std::move(t));
   }
   return out;
 }
@@ -217,12 +214,10 @@ std::int64_t GpuHeadEvaluator::whole_tiles(std::int64_t col_begin, std::int64_t 
   gpu::accumulate_tiles(work->products(), max, rescaled, acc, output_terms(a.rescale), work->terms, s_);
   timer.next("end-to-end references / whole tiles: views of the tiles");
 
-  const auto split = [&](DeviceBounded& d) {
-    return gpu::tiles_of(std::make_shared<const DeviceBounded>(std::move(d)), n);
-  };
-  std::vector<Bounded> score_tiles = gpu::tiles_of(scores, n), p_tiles = split(p), max_tiles = split(max),
-                       sum_tiles = split(sum), factor_tiles = split(factor),
-                       rescaled_tiles = split(rescaled), acc_tiles = split(acc);
+  std::vector<Bounded> score_tiles = gpu::tiles_of(scores, n), p_tiles = gpu::tiles_of(std::move(p), n),
+                       max_tiles = gpu::tiles_of(std::move(max), n), sum_tiles = gpu::tiles_of(std::move(sum), n),
+                       factor_tiles = gpu::tiles_of(std::move(factor), n),
+                       rescaled_tiles = gpu::tiles_of(std::move(rescaled), n), acc_tiles = gpu::tiles_of(std::move(acc), n);
   for (std::int64_t t = 0; t < n; ++t) {
     const std::size_t i = static_cast<std::size_t>(t);
     TileReference r;

@@ -45,6 +45,10 @@ std::vector<Bounded> tiles_of(const DevicePtr& stack, std::int64_t tiles) {
   return out;
 }
 
+std::vector<Bounded> tiles_of(DeviceBounded&& stack, std::int64_t tiles) {
+  return tiles_of(std::make_shared<const DeviceBounded>(std::move(stack)), tiles);
+}
+
 bool follows(const DeviceBounded& a, const DeviceBounded& b) {
   return a.format == b.format && a.value.size() > 0 && matrix_follows(a.value, b.value) &&
          matrix_follows(a.bound, b.bound) && matrix_follows(a.tight, b.tight);

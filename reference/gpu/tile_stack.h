@@ -24,6 +24,8 @@ Bounded resident_on_device(DeviceBounded d);
 // Tile t of the `tiles` of `stack`, its matrices views that keep the stack alive.
 DevicePtr tile_of(const DevicePtr& stack, std::int64_t tiles, std::int64_t t);
 std::vector<Bounded> tiles_of(const DevicePtr& stack, std::int64_t tiles);
+// The same of a stack just evaluated.
+std::vector<Bounded> tiles_of(DeviceBounded&& stack, std::int64_t tiles);
 
 // Whether b has a's shape and format and lies right after it in the same stack, matrix by
 // matrix (both exact, or both with bounds).
