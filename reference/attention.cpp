@@ -28,7 +28,7 @@ void set_bias(HeadInputs& head, const AttentionInputs& in, std::int64_t b, std::
     head.masked_rows = std::make_shared<const MaskedRows>(std::move(m));
     return;
   }
-  head.bias.resize(head.q.rows(), head.k.rows());
+  head.bias.resize(head.q.rows(), head.k().rows());
   for (Eigen::Index r = 0; r < head.bias.rows(); ++r) {
     for (Eigen::Index j = 0; j < head.bias.cols(); ++j) head.bias(r, j) = m.mask.bias(m.row(r), j, m.dense_value(r, j));
   }
@@ -36,12 +36,11 @@ void set_bias(HeadInputs& head, const AttentionInputs& in, std::int64_t b, std::
 
 // The head's query rows `rows` (every row when null) with its K and V given.
 HeadInputs head_of(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>* rows,
-                   BiasForm form, HeadKv&& kv) {
+                   BiasForm form, const HeadKv& kv) {
   if (kv.b != b || kv.kv_head != in.problem.shape.kv_head_of(h)) throw Error("head_inputs: K and V of another head");
   HeadInputs head;
   head.q = rows ? head_rows(in.q, b, h, *rows) : head_matrix(in.q, b, h);
-  head.k = std::move(kv.k);
-  head.v = std::move(kv.v);
+  head.set_kv(kv.kv);
   head.kv_id = kv.id;
   head.scale = in.problem.scale;
   head.softcap = in.problem.softcap;
@@ -55,8 +54,8 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
   return head_of(in, b, h, nullptr, form, head_kv(in, b, h));
 }
 
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, HeadKv&& kv) {
-  return head_of(in, b, h, nullptr, form, std::move(kv));
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, const HeadKv& kv) {
+  return head_of(in, b, h, nullptr, form, kv);
 }
 
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
@@ -65,8 +64,8 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 }
 
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
-                       BiasForm form, HeadKv&& kv) {
-  return head_of(in, b, h, &rows, form, std::move(kv));
+                       BiasForm form, const HeadKv& kv) {
+  return head_of(in, b, h, &rows, form, kv);
 }
 
 namespace {
@@ -77,7 +76,8 @@ std::uint64_t reserve_kv_ids(std::uint64_t count) { return last_kv_id.fetch_add(
 
 HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::uint64_t id) {
   const std::int64_t kv_head = in.problem.shape.kv_head_of(h);
-  return {b, kv_head, id, head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)};
+  return {b, kv_head, id,
+          std::make_shared<const KvMatrices>(KvMatrices{head_matrix(in.k, b, kv_head), head_matrix(in.v, b, kv_head)})};
 }
 
 ChainArithmetic nominal_arithmetic(DType io) {
@@ -92,9 +92,9 @@ ChainArithmetic nominal_arithmetic(DType io) {
 FullReference full_reference(const HeadEvaluator& ev, const ChainArithmetic& a) {
   const HeadInputs& in = ev.inputs();
   FullReference r;
-  r.scores = ev.qk(0, in.k.rows(), a.qk);
+  r.scores = ev.qk(0, in.k().rows(), a.qk);
   r.softmax = ev.softmax(r.scores, a.softmax);
-  r.out = ev.pv(r.softmax.p, 0, in.v.rows(), nullptr, a.pv);
+  r.out = ev.pv(r.softmax.p, 0, in.v().rows(), nullptr, a.pv);
   r.lse = ev.lse(r.softmax.max, r.softmax.sum, a.lse);
   return r;
 }
@@ -115,7 +115,7 @@ BlockedReference blocked_reference(const HeadEvaluator& ev, std::int64_t col_beg
   const std::int64_t batched = ev.whole_tiles(col_begin, col_end, tile_width, a, r.tiles);
   Bounded max = batched > 0 ? r.tiles.back().softmax.max : constant_rows(rows, -kInf);
   Bounded sum = batched > 0 ? r.tiles.back().softmax.sum : constant_rows(rows, 0);
-  Bounded acc = batched > 0 ? r.tiles.back().acc : Bounded::exact(MatrixR::Zero(rows, in.v.cols()), DType::f32);
+  Bounded acc = batched > 0 ? r.tiles.back().acc : Bounded::exact(MatrixR::Zero(rows, in.v().cols()), DType::f32);
   for (std::int64_t begin = col_begin + batched * tile_width; begin < col_end; begin += tile_width) {
     TileReference t;
     t.col_begin = begin;
@@ -153,7 +153,7 @@ SplitReference split_reference(const HeadEvaluator& ev, std::int64_t num_splits,
   SplitReference r;
   std::vector<Bounded> outs, lses;
   for (std::int64_t t = 0; t < num_splits; ++t) {
-    KeyRange range = split_range(ev.inputs().k.rows(), num_splits, tile_width, t);
+    KeyRange range = split_range(ev.inputs().k().rows(), num_splits, tile_width, t);
     r.splits.push_back(blocked_reference(ev, range.begin, range.end, tile_width, a));
     outs.push_back(r.splits.back().out);
     lses.push_back(r.splits.back().lse);

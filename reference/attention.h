@@ -26,11 +26,11 @@ HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
                        BiasForm form = BiasForm::matrix);
 // The same with the head's K and V given, as head_kv made them: blocks of one head's rows
-// pass them on (moved in and out) rather than build them again, under one kv_id.
+// share them rather than build them again, under one kv_id.
 struct HeadKv {
   std::int64_t b = -1, kv_head = -1;
   std::uint64_t id = 0;  // one per (inputs, b, K/V head) that share it, unique in the process
-  MatrixR k, v;
+  std::shared_ptr<const KvMatrices> kv;
 };
 // `id`: one reserve_kv_ids gave for this head (head_kv_cache.h keeps one a head), or 0: K and V
 // of their own, which nothing keeps for another.
@@ -38,9 +38,9 @@ HeadKv head_kv(const AttentionInputs& in, std::int64_t b, std::int64_t h, std::u
 // `count` K/V ids none has used, the first returned, the rest following it.
 std::uint64_t reserve_kv_ids(std::uint64_t count);
 HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, const std::vector<std::int64_t>& rows,
-                       BiasForm form, HeadKv&& kv);
+                       BiasForm form, const HeadKv& kv);
 // Every row of the head, its K and V given.
-HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, HeadKv&& kv);
+HeadInputs head_inputs(const AttentionInputs& in, std::int64_t b, std::int64_t h, BiasForm form, const HeadKv& kv);
 
 // FP64 elements of one reference tensor of a block of query rows (rows x keys): a head whose
 // rows x keys exceed it is computed block by block (rows are independent in attention), so

@@ -41,7 +41,7 @@ class HostEvaluator final : public HeadEvaluator {
   }
   Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
              const Arithmetic& a) const override {
-    return eval_pv(p, in_.v.middleRows(key_begin, key_end - key_begin), acc, a);
+    return eval_pv(p, in_.v().middleRows(key_begin, key_end - key_begin), acc, a);
   }
   Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const override {
     return eval_normalize(acc, sum, a);

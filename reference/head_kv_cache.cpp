@@ -1,20 +1,15 @@
 #include "reference/head_kv_cache.h"
 
+#include <exception>
 #include <utility>
 
 namespace fc {
-namespace {
-
-std::size_t bytes_of(const HeadKv& kv) {
-  return static_cast<std::size_t>(kv.k.size() + kv.v.size()) * sizeof(double);
-}
-
-}  // namespace
 
 HeadKvCache::HeadKvCache(const AttentionInputs& in, Keep keep, std::size_t budget_bytes)
     : in_(in),
       keep_(keep),
       budget_(budget_bytes),
+      head_bytes_(static_cast<std::size_t>(2 * in.problem.shape.kv_len * in.problem.shape.head_dim) * sizeof(double)),
       first_id_(reserve_kv_ids(static_cast<std::uint64_t>(in.problem.shape.batch * in.problem.shape.kv_head_count()))) {}
 
 std::int64_t HeadKvCache::slot(std::int64_t b, std::int64_t kv_head) const {
@@ -26,41 +21,49 @@ void HeadKvCache::expect(std::int64_t b, std::int64_t h) {
   ++expected_[slot(b, in_.problem.shape.kv_head_of(h))];
 }
 
-HeadKv HeadKvCache::take(std::int64_t b, std::int64_t h) {
-  const std::int64_t at = slot(b, in_.problem.shape.kv_head_of(h));
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    const auto expected = expected_.find(at);
-    if (expected != expected_.end() && expected->second > 0) --expected->second;
-    const auto it = kept_.find(at);
-    if (it != kept_.end()) {
-      HeadKv kv = std::move(it->second);
-      bytes_ -= bytes_of(kv);
-      kept_.erase(it);
-      return kv;
-    }
-  }
-  return head_kv(in_, b, h, first_id_ + static_cast<std::uint64_t>(at));
+void HeadKvCache::drop(std::int64_t at) {
+  if (kept_.erase(at) != 0) bytes_ -= head_bytes_;
 }
 
-void HeadKvCache::give_back(HeadKv&& kv) {
-  if (kv.k.size() == 0) return;
-  const std::size_t bytes = bytes_of(kv);
-  const std::lock_guard<std::mutex> lock(mutex_);
-  const std::int64_t at = slot(kv.b, kv.kv_head);
-  if (kv.id != first_id_ + static_cast<std::uint64_t>(at)) return;  // not this cache's
-  const auto expected = expected_.find(at);
-  if (keep_ == Keep::while_needed && (expected == expected_.end() || expected->second == 0)) {
-    const auto it = kept_.find(at);  // one an earlier block gave back, that none will take
-    if (it != kept_.end()) {
-      bytes_ -= bytes_of(it->second);
-      kept_.erase(it);
+HeadKv HeadKvCache::take(std::int64_t b, std::int64_t h) {
+  const std::int64_t at = slot(b, in_.problem.shape.kv_head_of(h));
+  const std::uint64_t id = first_id_ + static_cast<std::uint64_t>(at);
+  std::promise<HeadKv> widened;
+  std::shared_future<HeadKv> shared;
+  std::uint64_t serial = 0;
+  enum class Source { kept, widen_and_keep, widen } source = Source::widen;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::int64_t& expected = expected_[at];
+    if (expected > 0) --expected;
+    const bool last = keep_ == Keep::while_needed && expected == 0;
+    const auto it = kept_.find(at);
+    if (it != kept_.end()) {  // widened already, or being widened by another take
+      shared = it->second.kv;
+      source = Source::kept;
+      if (last) drop(at);
+    } else if (!last && bytes_ + head_bytes_ <= budget_) {
+      shared = widened.get_future().share();
+      source = Source::widen_and_keep;
+      serial = ++serial_;
+      kept_.emplace(at, Kept{shared, serial});
+      bytes_ += head_bytes_;
     }
-    return;
   }
-  if (kept_.count(at) != 0 || bytes_ + bytes > budget_) return;
-  bytes_ += bytes;
-  kept_.emplace(at, std::move(kv));
+  // Widened with the lock released: takes of other heads go on meanwhile.
+  if (source == Source::widen) return head_kv(in_, b, h, id);  // no take to come, or no room
+  if (source == Source::widen_and_keep) {
+    try {
+      widened.set_value(head_kv(in_, b, h, id));
+    } catch (...) {
+      // The takes waiting on it fail as this one does; a later take widens again.
+      widened.set_exception(std::current_exception());
+      const std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = kept_.find(at);
+      if (it != kept_.end() && it->second.serial == serial) drop(at);
+    }
+  }
+  return shared.get();
 }
 
 std::size_t HeadKvCache::kept_bytes() const {

@@ -85,6 +85,21 @@ double MaskedRows::dense_value(std::int64_t r, std::int64_t j) const {
   return mask.dense ? dense->get(mask.dense_index(row(r), j)) : 0.0;
 }
 
+namespace {
+const MatrixR& no_matrix() {
+  static const MatrixR none;
+  return none;
+}
+}  // namespace
+
+const MatrixR& HeadInputs::k() const { return kv_ ? kv_->k : no_matrix(); }
+const MatrixR& HeadInputs::v() const { return kv_ ? kv_->v : no_matrix(); }
+
+void HeadInputs::set_kv(MatrixR own_k, MatrixR own_v) {
+  kv_ = std::make_shared<const KvMatrices>(KvMatrices{std::move(own_k), std::move(own_v)});
+  kv_id = 0;
+}
+
 double HeadInputs::bias_at(std::int64_t r, std::int64_t j) const {
   if (bias.size() > 0 || !masked_rows) return bias(r, j);
   const MaskedRows& m = *masked_rows;
@@ -94,7 +109,7 @@ double HeadInputs::bias_at(std::int64_t r, std::int64_t j) const {
 Bounded eval_qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end,
                 const Arithmetic& a) {
   const std::int64_t n = col_end - col_begin;
-  auto k = in.k.middleRows(col_begin, n);
+  auto k = in.k().middleRows(col_begin, n);
   const MatrixR t = in.scale * (in.q * k.transpose());
   const MatrixR magnitude =
       in.scale * (accumulated_magnitude(in.q, a) * accumulated_magnitude(k, a).transpose());

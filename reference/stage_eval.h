@@ -19,6 +19,7 @@
 //   rescale before any key  r = 0 (the running max was -inf)
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -82,19 +83,34 @@ struct MaskedRows {
   double dense_value(std::int64_t r, std::int64_t j) const;
 };
 
+// A head's K and V in FP64, [Sk,D] each, which the HeadInputs of its blocks of rows share.
+struct KvMatrices {
+  MatrixR k, v;
+};
+
 // One head's inputs in FP64: q [Sq,D], k and v [Sk,D] (its K/V head's), the bias of each
 // (row, key) (0, -inf or bias) as a matrix [Sq,Sk], or, with the matrix empty, as the mask
 // of the rows (no Sq x Sk FP64 matrix is formed on the host; a GPU forms its blocks there).
 struct HeadInputs {
-  MatrixR q, k, v, bias;
+  MatrixR q;
+  MatrixR bias;
   std::shared_ptr<const MaskedRows> masked_rows;  // null: bias is the matrix
   // Nonzero: k and v are those of every HeadInputs with this id (blocks of one head's rows),
-  // which a GPU evaluator uploads once a thread.
+  // which a GPU evaluator uploads once.
   std::uint64_t kv_id = 0;
   double scale = 1;
   double softcap = 0;  // > 0: the scores are soft-capped before the bias
 
+  const MatrixR& k() const;
+  const MatrixR& v() const;
+  const std::shared_ptr<const KvMatrices>& kv() const { return kv_; }
+  // K and V shared with others (kv_id unchanged), or of this head's own (kv_id 0).
+  void set_kv(std::shared_ptr<const KvMatrices> shared) { kv_ = std::move(shared); }
+  void set_kv(MatrixR k, MatrixR v);
   double bias_at(std::int64_t r, std::int64_t j) const;
+
+ private:
+  std::shared_ptr<const KvMatrices> kv_;
 };
 
 // qk: scale * q k^T + bias over key columns [col_begin, col_end); with a softcap c,

@@ -61,9 +61,9 @@ std::optional<DType> qk_tensor_cores(const ChainArithmetic& a) {
 void observe_full(const RandomCase& c, const HeadInputs& in, Observations& obs) {
   const ChainArithmetic a = arithmetic_of(c);
   const FullReference e2e = full_reference(in, a);
-  const MatrixR s = emu::qk(in, 0, in.k.rows(), c.score_format, qk_tensor_cores(a));
+  const MatrixR s = emu::qk(in, 0, in.k().rows(), c.score_format, qk_tensor_cores(a));
   const emu::Softmax p = emu::softmax(s, c.p_format);
-  const MatrixR o = emu::pv(p.p, in.v, nullptr, c.operand, a.pv.out, a.pv.tensor_cores);
+  const MatrixR o = emu::pv(p.p, in.v(), nullptr, c.operand, a.pv.out, a.pv.tensor_cores);
 
   obs.add("qk", s, e2e.scores, c.score_format);
   obs.add("softmax.p", p.p, e2e.softmax.p, c.p_format);
@@ -74,7 +74,7 @@ void observe_full(const RandomCase& c, const HeadInputs& in, Observations& obs) 
   const SoftmaxResult local = eval_softmax(exact(s, c.score_format), a.softmax);
   obs.add("softmax.p (local)", p.p, local.p, c.p_format);
   obs.add("softmax.sum (local)", p.sum, local.sum, DType::f32);
-  obs.add("pv (local)", o, eval_pv(exact(p.p, c.p_format), in.v, nullptr, a.pv), a.pv.out);
+  obs.add("pv (local)", o, eval_pv(exact(p.p, c.p_format), in.v(), nullptr, a.pv), a.pv.out);
 }
 
 struct BlockedEmulation {
@@ -86,13 +86,13 @@ BlockedEmulation observe_blocked(const RandomCase& c, const HeadInputs& in, std:
                                  const BlockedReference& e2e, Observations& obs) {
   const Eigen::Index rows = in.q.rows();
   MatrixR max = MatrixR::Constant(rows, 1, -INFINITY), sum = MatrixR::Zero(rows, 1);
-  MatrixR acc = MatrixR::Zero(rows, in.v.cols());
+  MatrixR acc = MatrixR::Zero(rows, in.v().cols());
   std::size_t t = 0;
   for (std::int64_t col = begin; col < end; col += c.tile_width, ++t) {
     const std::int64_t col_end = std::min(end, col + c.tile_width);
     const TileReference& ref = e2e.tiles.at(t);
     const std::string tag = prefix + "[" + std::to_string(t) + "]";
-    const MatrixR v_rows = in.v.middleRows(col, col_end - col);
+    const MatrixR v_rows = in.v().middleRows(col, col_end - col);
 
     const MatrixR s = emu::qk(in, col, col_end, a.qk.out, qk_tensor_cores(a));
     const emu::OnlineSoftmax os = emu::online_softmax(s, max, sum, a.softmax.out);
@@ -132,8 +132,8 @@ BlockedEmulation observe_blocked(const RandomCase& c, const HeadInputs& in, std:
 void observe_paged(const RandomCase& c, const HeadInputs& in, Observations& obs) {
   ChainArithmetic a = arithmetic_of(c);
   a.pv.out = DType::f32;  // the running accumulator is fp32; normalize writes the output format
-  const BlockedReference e2e = blocked_reference(in, 0, in.k.rows(), c.tile_width, a);
-  observe_blocked(c, in, 0, in.k.rows(), a, "", e2e, obs);
+  const BlockedReference e2e = blocked_reference(in, 0, in.k().rows(), c.tile_width, a);
+  observe_blocked(c, in, 0, in.k().rows(), a, "", e2e, obs);
 }
 
 void observe_split(const RandomCase& c, const HeadInputs& in, Observations& obs) {
@@ -144,7 +144,7 @@ void observe_split(const RandomCase& c, const HeadInputs& in, Observations& obs)
   std::vector<MatrixR> outs, lses;
   std::vector<Bounded> outs_exact, lses_exact;
   for (std::int64_t t = 0; t < c.splits; ++t) {
-    const KeyRange range = split_range(in.k.rows(), c.splits, c.tile_width, t);
+    const KeyRange range = split_range(in.k().rows(), c.splits, c.tile_width, t);
     const BlockedEmulation part = observe_blocked(c, in, range.begin, range.end, a, "split" + std::to_string(t) + ".",
                                                   e2e.splits.at(static_cast<std::size_t>(t)), obs);
     outs.push_back(part.out);

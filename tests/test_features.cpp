@@ -101,8 +101,8 @@ TEST_CASE("GQA shapes parse as Hq:Hkv and query head h reads K/V head h / group"
   CHECK(in.k.dims() == Dims{1, 2, 9, 16});
   for (std::int64_t h = 0; h < 6; ++h) {
     const HeadInputs head = head_inputs(in, 0, h);
-    CHECK(head.k == head_matrix(in.k, 0, h / 3));
-    CHECK(head.v == head_matrix(in.v, 0, h / 3));
+    CHECK(head.k() == head_matrix(in.k, 0, h / 3));
+    CHECK(head.v() == head_matrix(in.v, 0, h / 3));
   }
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("the reference soft-caps before the mask, and its bound covers an fp32
         CHECK(s.value(i, j) == -kInf);
         continue;
       }
-      const double t = head.scale * head.q.row(i).dot(head.k.row(j));
+      const double t = head.scale * head.q.row(i).dot(head.k().row(j));
       CHECK(s.value(i, j) == Approx(5 * std::tanh(t / 5)).epsilon(1e-12));
       CHECK(std::fabs(s.value(i, j)) <= 5);
       const float fp32 = 5.0f * std::tanh(static_cast<float>(t) * 0.2f);

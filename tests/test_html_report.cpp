@@ -280,9 +280,10 @@ TEST_CASE("the kernel's row max, sum and lse of a faithful run agree with the re
 TEST_CASE("the reference row values follow the conventions for masked keys and rows", "[html]") {
   HeadInputs in;
   in.q = MatrixR::Zero(3, 2);
-  in.k = MatrixR::Zero(2, 2);
+  MatrixR k = MatrixR::Zero(2, 2);
   in.q(0, 0) = 1;
-  in.k(0, 0) = 2;
+  k(0, 0) = 2;
+  in.set_kv(k, MatrixR());
   in.scale = 0.5;
   in.bias = MatrixR::Zero(3, 2);
   in.bias(1, 0) = in.bias(1, 1) = -kInf;   // row 1: no key

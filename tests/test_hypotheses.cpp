@@ -49,7 +49,7 @@ class Planted final : public Implementation {
       if (scores_from_) scores_from_(ctx.inputs, b, h, in);
       const MatrixR sc = emu::qk(in, 0, s.kv_len, DType::f32);
       const emu::Softmax sm = emu::softmax(sc, DType::f32);
-      MatrixR out = emu::pv(sm.p, in.v, nullptr, DType::f32, ctx.inputs.problem.dtype);
+      MatrixR out = emu::pv(sm.p, in.v(), nullptr, DType::f32, ctx.inputs.problem.dtype);
       if (output_of_) output_of_(ctx.inputs, b, h, sm.p, out);
       emu::write_block(*scores_, bh, sc);
       emu::write_block(*probs_, bh, sm.p);
@@ -87,7 +87,7 @@ Divergence diverged(Planted& impl, const CaseSpec& spec) {
 MatrixR output_with(const AttentionInputs& in, std::int64_t b, std::int64_t h,
                     const std::function<void(MatrixR& p)>& change) {
   const HeadInputs head = head_inputs(in, b, h);
-  MatrixR s = head.scale * (head.q * head.k.transpose()) + head.bias;
+  MatrixR s = head.scale * (head.q * head.k().transpose()) + head.bias;
   MatrixR p = MatrixR::Zero(s.rows(), s.cols());
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
     const double m = s.row(i).maxCoeff();
@@ -99,7 +99,7 @@ MatrixR output_with(const AttentionInputs& in, std::int64_t b, std::int64_t h,
     const double l = p.row(i).sum();
     if (l > 0) p.row(i) /= l;
   }
-  return p * head.v;
+  return p * head.v();
 }
 
 // The captured output with this quantity and tile.
@@ -154,7 +154,7 @@ TEST_CASE("hypothesis mask-mismatch: a causal mask that also masks the diagonal 
           "[trace][hypotheses]") {
   Planted impl(
       [](const AttentionInputs&, std::int64_t, std::int64_t, HeadInputs& in) {
-        const std::int64_t diagonal = in.k.rows() - in.q.rows();
+        const std::int64_t diagonal = in.k().rows() - in.q.rows();
         for (Eigen::Index i = 0; i < in.q.rows(); ++i) in.bias(i, i + diagonal) = -kInf;
       },
       nullptr);
@@ -181,7 +181,7 @@ TEST_CASE("hypothesis mask-mismatch: rows with no key holding the uniform averag
   Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
     const HeadInputs head = head_inputs(in, b, h);
     for (Eigen::Index i = 0; i < out.rows(); ++i) {
-      if ((head.bias.row(i).array() == -kInf).all()) out.row(i) = head.v.colwise().mean();
+      if ((head.bias.row(i).array() == -kInf).all()) out.row(i) = head.v().colwise().mean();
     }
   });
   const Divergence d = diverged(impl, case_of("masked-rows"));
@@ -196,7 +196,7 @@ TEST_CASE("hypothesis mask-mismatch: rows with no key holding attention with the
     const MatrixR unmasked = output_with(in, b, h, [&](MatrixR& p) {
       for (Eigen::Index i = 0; i < p.rows(); ++i) {
         if (!(head.bias.row(i).array() == -kInf).all()) continue;
-        const Eigen::RowVectorXd s = head.scale * (head.q.row(i) * head.k.transpose());
+        const Eigen::RowVectorXd s = head.scale * (head.q.row(i) * head.k().transpose());
         p.row(i) = (s.array() - s.maxCoeff()).exp().matrix();
       }
     });
@@ -213,7 +213,7 @@ TEST_CASE("hypothesis mask-mismatch: rows with no key holding attention with the
 TEST_CASE("hypothesis wrong-operand: K read from the previous head", "[trace][hypotheses]") {
   Planted impl(
       [](const AttentionInputs& in, std::int64_t b, std::int64_t h, HeadInputs& head) {
-        if (h > 0) head.k = head_inputs(in, b, h - 1).k;
+        if (h > 0) head.set_kv(head_inputs(in, b, h - 1).k(), head.v());
       },
       nullptr);
   const Divergence d = diverged(impl, case_of("none"));
@@ -237,7 +237,7 @@ TEST_CASE("hypothesis wrong-operand: Q read 5 rows late", "[trace][hypotheses]")
 
 TEST_CASE("hypothesis wrong-operand in P.V: V read transposed", "[trace][hypotheses]") {
   Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR& p, MatrixR& out) {
-    const MatrixR v = head_inputs(in, b, h).v;
+    const MatrixR v = head_inputs(in, b, h).v();
     MatrixR transposed(v.rows(), v.cols());
     for (Eigen::Index j = 0; j < v.rows(); ++j) {
       for (Eigen::Index c = 0; c < v.cols(); ++c) {
@@ -292,7 +292,7 @@ TEST_CASE("hypothesis scale-mismatch: each row divided by the softmax sum of the
           "[trace][hypotheses]") {
   Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR&, MatrixR& out) {
     const HeadInputs head = head_inputs(in, b, h);
-    const MatrixR s = head.scale * (head.q * head.k.transpose()) + head.bias;
+    const MatrixR s = head.scale * (head.q * head.k().transpose()) + head.bias;
     const auto sum = [&](Eigen::Index i) { return (s.row(i).array() - s.row(i).maxCoeff()).exp().sum(); };
     const MatrixR right = output_with(in, b, h, [](MatrixR&) {});
     for (Eigen::Index i = 1; i < out.rows(); ++i) out.row(i) = right.row(i) * (sum(i) / sum(i - 1));
@@ -313,7 +313,7 @@ TEST_CASE("no hypothesis: values nobody predicts are unknown, with the best part
 
 TEST_CASE("hypothesis precision-loss: P.V accumulated in fp16, found by re-emulating the stage", "[trace][hypotheses]") {
   Planted impl(nullptr, [](const AttentionInputs& in, std::int64_t b, std::int64_t h, const MatrixR& p, MatrixR& out) {
-    const MatrixR v = head_inputs(in, b, h).v;
+    const MatrixR v = head_inputs(in, b, h).v();
     for (Eigen::Index i = 0; i < p.rows(); ++i) {
       for (Eigen::Index c = 0; c < v.cols(); ++c) {
         double acc = 0;

@@ -201,7 +201,7 @@ TEST_CASE("key padding masks keys at and past each batch's length", "[reference]
 TEST_CASE("blocked online softmax equals the full softmax to 1e-12 at every tile width", "[reference]") {
   for_each_random_head(60, [](const RandomCase& c, const HeadInputs& in, const ChainArithmetic& a, const FullReference& f) {
     for (std::int64_t width : {1L, 7L, 16L, 64L, 1000L}) {
-      const BlockedReference b = blocked_reference(in, 0, in.k.rows(), width, a);
+      const BlockedReference b = blocked_reference(in, 0, in.k().rows(), width, a);
       INFO(c.spec.label() << " tile " << width);
       CHECK(relative_gap(b.out.value, f.out.value) <= 1e-12);
       // The last tile's running max and sum are the row max and sum.

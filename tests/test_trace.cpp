@@ -56,7 +56,7 @@ class OneStage : public Implementation {
       const emu::Softmax sm = softmax(sc);
       emu::write_block(*scores_, bh, sc);
       emu::write_block(*probs_, bh, sm.p);
-      emu::write_block(*out_, bh, emu::pv(sm.p, in.v, nullptr, DType::f32, ctx.inputs.problem.dtype));
+      emu::write_block(*out_, bh, emu::pv(sm.p, in.v(), nullptr, DType::f32, ctx.inputs.problem.dtype));
     }
     const Dims sd{s.batch, s.heads, s.q_len, s.kv_len};
     ctx.tap->capture(0, 0, scores_->view(sd));

@@ -333,8 +333,8 @@ std::vector<FaultSpec>& catalog_storage() {
                  "the first qk, head 1", "wrong-operand", [](const AttentionInputs& in, const StageGraph& g) {
                    return first_difference(in, g, "wrong-operand", [&in](std::int64_t b, std::int64_t h) {
                      HeadInputs head = head_inputs(in, b, h);
-                     head.k = head_matrix(in.k, b, h % in.problem.shape.kv_head_count());
-                     head.v = head_matrix(in.v, b, h % in.problem.shape.kv_head_count());
+                     head.set_kv(head_matrix(in.k, b, h % in.problem.shape.kv_head_count()),
+                                 head_matrix(in.v, b, h % in.problem.shape.kv_head_count()));
                      return head;
                    });
                  }});
@@ -358,7 +358,7 @@ std::vector<FaultSpec>& catalog_storage() {
                      // c tanh((t + bias) / c) as the clean function of a bias chosen to give it.
                      HeadInputs head = head_inputs(in, b, h);
                      const double cap = head.softcap;
-                     const MatrixR t = head.scale * (head.q * head.k.transpose());
+                     const MatrixR t = head.scale * (head.q * head.k().transpose());
                      head.bias = (cap * ((t + head.bias) / cap).array().tanh()).matrix() - t;
                      head.softcap = 0;
                      return head;
@@ -384,13 +384,15 @@ std::vector<FaultSpec>& catalog_storage() {
                    return first_difference(in, g, "wrong-operand", [&](std::int64_t b, std::int64_t h) {
                      HeadInputs head = head_inputs(in, b, h);
                      const std::int64_t kv_head = s.kv_head_of(h);
+                     MatrixR k = head.k(), v = head.v();
                      for (std::int64_t j = 0; j < in.problem.kv_len_of(b); ++j) {
                        const std::int64_t at = (paged_row(l, l.max_blocks - 1, b, j) * s.kv_head_count() + kv_head) * s.head_dim;
                        for (std::int64_t c = 0; c < s.head_dim; ++c) {
-                         head.k(j, c) = packed.k_cache.get(at + c);
-                         head.v(j, c) = packed.v_cache.get(at + c);
+                         k(j, c) = packed.k_cache.get(at + c);
+                         v(j, c) = packed.v_cache.get(at + c);
                        }
                      }
+                     head.set_kv(std::move(k), std::move(v));
                      return head;
                    });
                  }});

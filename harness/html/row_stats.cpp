@@ -49,9 +49,9 @@ RowStats reference_row_stats(const HeadInputs& in) {
   s.sum.resize(rows);
   s.lse.resize(rows);
   // In blocks of rows (a whole head's scores are S x S doubles), each one GEMM.
-  for (const std::vector<std::int64_t>& block : row_blocks_of(in.q.rows(), in.k.rows())) {
+  for (const std::vector<std::int64_t>& block : row_blocks_of(in.q.rows(), in.k().rows())) {
     const Eigen::Index first = block.front(), count = static_cast<Eigen::Index>(block.size());
-    MatrixR scores = in.scale * (in.q.middleRows(first, count) * in.k.transpose());
+    MatrixR scores = in.scale * (in.q.middleRows(first, count) * in.k().transpose());
     for (Eigen::Index i = 0; i < count; ++i) {
       for (Eigen::Index j = 0; j < scores.cols(); ++j) {
         if (in.softcap > 0) scores(i, j) = in.softcap * std::tanh(scores(i, j) / in.softcap);

@@ -343,11 +343,11 @@ RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64
     const double bias = in.bias(0, j);
     if (bias == -kInf) continue;
     ++ctx.attended;
-    ctx.row_max = std::max(ctx.row_max, in.scale * in.q.row(0).dot(in.k.row(j)) + bias);
+    ctx.row_max = std::max(ctx.row_max, in.scale * in.q.row(0).dot(in.k().row(j)) + bias);
   }
   for (std::int64_t j = 0; j < s.kv_len && ctx.attended > 0; ++j) {
     const double bias = in.bias(0, j);
-    if (bias != -kInf) ctx.row_sum += std::exp(in.scale * in.q.row(0).dot(in.k.row(j)) + bias - ctx.row_max);
+    if (bias != -kInf) ctx.row_sum += std::exp(in.scale * in.q.row(0).dot(in.k().row(j)) + bias - ctx.row_max);
   }
   return ctx;
 }

@@ -280,7 +280,7 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
 
   const std::vector<RowBlock> blocks = row_blocks(inputs.problem, sample, block_elements);
   std::vector<std::vector<HeadMetrics>> per_head(blocks.size());
-  // K and V of each K/V head, passed from block to block (HeadKvCache::Keep says how long).
+  // K and V of each K/V head, shared by its blocks (HeadKvCache::Keep says how long it is kept).
   std::optional<HeadKvCache> own_cache;
   HeadKvCache& kv_cache = kv ? *kv : own_cache.emplace(inputs);
   if (&kv_cache.inputs() != &inputs) throw Error("evaluate_outputs: a K/V cache of other inputs");
@@ -297,20 +297,9 @@ std::vector<OutputResult> evaluate_outputs(const AttentionInputs& inputs, const 
       return;
     }
     std::optional<StepTimer> inputs_step(std::in_place, profile, "head inputs and uploads");
-    HeadInputs in = rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, kv_cache.take(b, h))
-                         : head_inputs(inputs, b, h, BiasForm::mask, kv_cache.take(b, h));
-    // After the evaluator is gone, K and V go back for the head's next block.
-    struct GiveBack {
-      HeadKvCache& cache;
-      HeadInputs& in;
-      std::int64_t b, kv_head;
-      ~GiveBack() {
-        try {
-          cache.give_back({b, kv_head, in.kv_id, std::move(in.k), std::move(in.v)});
-        } catch (...) {  // not kept: widened again when asked for
-        }
-      }
-    } give_back{kv_cache, in, b, shape.kv_head_of(h)};
+    const HeadKv kv = kv_cache.take(b, h);
+    const HeadInputs in = rows ? head_inputs(inputs, b, h, *rows, BiasForm::mask, kv)
+                               : head_inputs(inputs, b, h, BiasForm::mask, kv);
     const std::unique_ptr<HeadEvaluator> ev = source.for_head(in);
     ev->profile_into(profile);
     if (profile) ev->finish_queued();

@@ -260,7 +260,7 @@ Bounded LocalReference::evaluate(const Stage& stage, const StageOutput& output) 
     case Quantity::output: {
       switch (graph_.algorithm.kind) {
         case Algorithm::Kind::full:
-          return ev_.pv(input(Quantity::probs, -1, -1), 0, in_.v.rows(), nullptr, a.pv);
+          return ev_.pv(input(Quantity::probs, -1, -1), 0, in_.v().rows(), nullptr, a.pv);
         case Algorithm::Kind::blocked: {
           const int last = last_tile(-1);
           if (last < 0) return e2e_.at({Quantity::output});  // a sequence with no key

@@ -101,7 +101,7 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   for (std::int64_t b = 0; b < s.batch; ++b) {
     for (std::int64_t h = 0; h < s.heads; ++h) {
       const HeadInputs head = head_inputs(in, b, h);
-      const MatrixR qk = head.q * head.k.transpose();
+      const MatrixR qk = head.q * head.k().transpose();
       for (std::int64_t i = 0; i < in.problem.q_len_of(b); ++i) {  // rows past a sequence's length do not exist
         double row_max = -kInf, largest_bias = -kInf;
         for (std::int64_t j = 0; j < s.kv_len; ++j) {

@@ -66,7 +66,7 @@ class CpuFull final : public Implementation {
     }
 
     parallel_for(heads, [&](std::int64_t bh) {
-      const MatrixR v = reader.head(bh / s.heads, bh % s.heads, false).v;
+      const MatrixR v = reader.head(bh / s.heads, bh % s.heads, false).v();
       const MatrixR p = emu::read_block(*probs_, bh, s.q_len, s.kv_len);
       emu::write_block(*out_, bh, emu::pv(p, v, nullptr, DType::f32, in.problem.dtype));
     });

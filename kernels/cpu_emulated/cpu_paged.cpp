@@ -107,7 +107,7 @@ class CpuPaged final : public Implementation {
       }
 
       parallel_for(heads, [&](std::int64_t bh) {
-        const MatrixR v = head[static_cast<std::size_t>(bh)].v.middleRows(c0, n);
+        const MatrixR v = head[static_cast<std::size_t>(bh)].v().middleRows(c0, n);
         const MatrixR pt = emu::read_block(*p_tilde_, bh, s.q_len, n);
         const bool accumulate = graph.stages[st.pv].reads_own_output;  // beta-first-page: page 0 too
         const MatrixR acc = accumulate ? emu::read_block(*acc_, bh, s.q_len, s.head_dim) : MatrixR();

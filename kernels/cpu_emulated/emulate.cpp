@@ -27,11 +27,11 @@ MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, D
       float acc = 0;
       if (tensor_core_operands) {
         TensorCoreSum sum(*tensor_core_operands);
-        for (Eigen::Index d = 0; d < in.q.cols(); ++d) sum.add(in.q(i, d), in.k(j, d));
+        for (Eigen::Index d = 0; d < in.q.cols(); ++d) sum.add(in.q(i, d), in.k()(j, d));
         acc = sum.result();
       } else {
         for (Eigen::Index d = 0; d < in.q.cols(); ++d) {
-          acc = std::fmaf(static_cast<float>(in.q(i, d)), static_cast<float>(in.k(j, d)), acc);
+          acc = std::fmaf(static_cast<float>(in.q(i, d)), static_cast<float>(in.k()(j, d)), acc);
         }
       }
       const float bias = static_cast<float>(in.bias(i, j));

@@ -43,22 +43,21 @@ HeadInputs HeadReader::head(std::int64_t b, std::int64_t h, bool bias) const {
   }
   if (layout_ && l.paged()) {
     const std::int64_t stride = faults_.table_stride ? l.max_blocks - 1 : l.max_blocks;
-    head.k = MatrixR::Zero(s.kv_len, s.head_dim);
-    head.v = MatrixR::Zero(s.kv_len, s.head_dim);
+    MatrixR k = MatrixR::Zero(s.kv_len, s.head_dim), v = MatrixR::Zero(s.kv_len, s.head_dim);
     for (std::int64_t j = 0; j < p.kv_len_of(b); ++j) {
       const std::int64_t at = (paged_row(l, stride, b, j) * s.kv_head_count() + kv_head) * s.head_dim;
       for (std::int64_t c = 0; c < s.head_dim; ++c) {
-        head.k(j, c) = packed_.k_cache.get(at + c);
-        head.v(j, c) = packed_.v_cache.get(at + c);
+        k(j, c) = packed_.k_cache.get(at + c);
+        v(j, c) = packed_.v_cache.get(at + c);
       }
     }
+    head.set_kv(std::move(k), std::move(v));
   } else if (layout_ && l.varlen()) {
     const std::int64_t first = packed_.cu_seqlens_k[static_cast<std::size_t>(b)];
-    head.k = rows(packed_.k, first, p.kv_len_of(b), kv_head, s.kv_len);
-    head.v = rows(packed_.v, first, p.kv_len_of(b), kv_head, s.kv_len);
+    head.set_kv(rows(packed_.k, first, p.kv_len_of(b), kv_head, s.kv_len),
+                rows(packed_.v, first, p.kv_len_of(b), kv_head, s.kv_len));
   } else {
-    head.k = head_matrix(in_.k, b, kv_head);
-    head.v = head_matrix(in_.v, b, kv_head);
+    head.set_kv(head_matrix(in_.k, b, kv_head), head_matrix(in_.v, b, kv_head));
   }
   if (!bias) return head;
   head.bias.resize(s.q_len, s.kv_len);

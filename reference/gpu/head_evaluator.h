@@ -70,9 +70,9 @@ struct ThreadContext {
     if (in.kv_id != 0) {
       if (std::optional<DeviceKv> kept = kv_cache.find(in.kv_id)) return *kept;
     }
-    DeviceKv uploaded{std::make_shared<const DeviceMatrix>(gpu::upload(in.k, stream.get())),
-                      std::make_shared<const DeviceMatrix>(gpu::upload(in.v, stream.get()))};
-    const std::size_t bytes = static_cast<std::size_t>(in.k.size() + in.v.size()) * sizeof(double);
+    DeviceKv uploaded{std::make_shared<const DeviceMatrix>(gpu::upload(in.k(), stream.get())),
+                      std::make_shared<const DeviceMatrix>(gpu::upload(in.v(), stream.get()))};
+    const std::size_t bytes = static_cast<std::size_t>(in.k().size() + in.v().size()) * sizeof(double);
     if (in.kv_id != 0 && kv_cache.has_room(bytes)) {
       FC_CUDA(cudaStreamSynchronize(stream.get()));  // complete before another stream reads it
       kv_cache.keep(in.kv_id, uploaded);

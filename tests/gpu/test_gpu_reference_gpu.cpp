@@ -103,7 +103,7 @@ void check_head(const HeadInputs& in, const HeadInputs& on_device, const Evaluat
     check_agree(fc.out, fg.out, *dev, at + ": full output");
     check_agree(fc.lse, fg.lse, *dev, at + ": full lse");
 
-    const std::int64_t keys = in.k.rows();
+    const std::int64_t keys = in.k().rows();
     // Tiles of 32 keys (a warp a row; one narrower block of P.V's 64), of 128 (two blocks),
     // and of 520 where the row is long enough (a block a row). Two whole tiles or more are
     // evaluated as one stack (whole_tiles), a narrower last one after them.
@@ -319,7 +319,8 @@ void check_same_report(const std::optional<ElementReport>& a, const std::optiona
 TEST_CASE("the GPU comparison gives compare_head's metrics and reported elements exactly", "[gpu][reference]") {
   const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
   HeadInputs in;  // the comparison reads none of it
-  in.q = in.k = in.v = MatrixR::Zero(2, 2);
+  in.q = MatrixR::Zero(2, 2);
+  in.set_kv(in.q, in.q);
   in.bias = MatrixR::Zero(2, 2);
   const std::unique_ptr<HeadEvaluator> host = host_evaluator(in), dev = gpu->for_head(in);
   std::srand(17);
@@ -399,7 +400,7 @@ TEST_CASE("stage functions and comparisons over a stack of tiles give each tile'
   const std::unique_ptr<HeadEvaluator> dev = gpu->for_head(head);
   for (const Variant& v : arithmetic_variants()) {
     INFO(v.name);
-    const BlockedReference chain = blocked_reference(*dev, 0, head.k.rows(), 64, v.a);
+    const BlockedReference chain = blocked_reference(*dev, 0, head.k().rows(), 64, v.a);
     REQUIRE(chain.tiles.size() == 7);  // six whole tiles as one stack, a narrower last one
     // Captures of the tiles' scores and p~ as a kernel would store them, stacked on the way in.
     std::vector<CapturedTensor> scores, p_tilde;

@@ -95,7 +95,7 @@ Diagnosis make_diagnosis(const AttentionInputs& inputs, const TraceRun& run, con
 }
 
 Eigen::RowVectorXd Diagnosis::row_scores(Eigen::Index row, std::int64_t keys, bool masked) const {
-  Eigen::RowVectorXd s = head.scale * (head.q.row(row) * head.k.topRows(keys).transpose());
+  Eigen::RowVectorXd s = head.scale * (head.q.row(row) * head.k().topRows(keys).transpose());
   if (head.softcap > 0) s = (head.softcap * (s.array() / head.softcap).tanh()).matrix();
   if (masked) {
     for (std::int64_t j = 0; j < keys; ++j) s(j) += head.bias_at(row, j);

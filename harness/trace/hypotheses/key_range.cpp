@@ -36,18 +36,18 @@ Row row_of(const Diagnosis& d, std::int64_t i, std::int64_t keys) {
   for (std::int64_t j = 0; j < keys; ++j) {
     const double bias = d.head.bias_at(i, j);
     if (bias == -kInf) continue;
-    double t = d.head.scale * d.head.q.row(i).dot(d.head.k.row(j));
+    double t = d.head.scale * d.head.q.row(i).dot(d.head.k().row(j));
     if (d.head.softcap > 0) t = d.head.softcap * std::tanh(t / d.head.softcap);
     s[static_cast<std::size_t>(j)] = t + bias;
     m = std::max(m, s[static_cast<std::size_t>(j)]);
   }
-  r.o = MatrixR::Zero(1, d.head.v.cols());
+  r.o = MatrixR::Zero(1, d.head.v().cols());
   if (m == -kInf) return r;
   double l = 0;
   for (std::int64_t j = 0; j < keys; ++j) l += (r.p[static_cast<std::size_t>(j)] = std::exp(s[static_cast<std::size_t>(j)] - m));
   for (std::int64_t j = 0; j < keys; ++j) {
     r.p[static_cast<std::size_t>(j)] /= l;
-    r.o += r.p[static_cast<std::size_t>(j)] * d.head.v.row(j);
+    r.o += r.p[static_cast<std::size_t>(j)] * d.head.v().row(j);
   }
   return r;
 }
@@ -56,7 +56,7 @@ double predicted(const Diagnosis& d, const Row& row, const Range& range, std::in
   double mass = 0, weighted = 0;
   for (std::int64_t j = range.begin; j < range.end; ++j) {
     mass += row.p[static_cast<std::size_t>(j)];
-    weighted += row.p[static_cast<std::size_t>(j)] * d.head.v(j, col);
+    weighted += row.p[static_cast<std::size_t>(j)] * d.head.v()(j, col);
   }
   const double sign = range.twice ? 1.0 : -1.0;
   const double denominator = range.renormalized ? 1 + sign * mass : 1.0;
@@ -76,7 +76,7 @@ std::string range_text(const Range& r, std::int64_t keys) {
 Explanation test_key_range(const Diagnosis& d) {
   if (d.result.quantity != Quantity::output || d.result.dims.size() != 4) return {};
   const std::int64_t keys = d.inputs.problem.kv_len_of(d.b);
-  if (keys == 0 || keys * d.head.v.cols() > (std::int64_t{1} << 24)) return {};
+  if (keys == 0 || keys * d.head.v().cols() > (std::int64_t{1} << 24)) return {};
   std::map<std::int64_t, Row> rows;
   auto row = [&](std::int64_t i) -> const Row& {
     auto it = rows.find(i);

@@ -73,8 +73,9 @@ class RowEmulator {
         out[static_cast<std::size_t>(c)] = round_to(e.format, ref) - ref;
       } else if (d_.result.kind == StageKind::qk) {
         const std::int64_t key = d_.col_offset + c;
-        if (key >= d_.head.k.rows() || !std::isfinite(d_.head.bias_at(r, key))) continue;
-        const auto q = d_.head.q.row(r), k = d_.head.k.row(key);
+        if (key >= d_.head.k().rows() || !std::isfinite(d_.head.bias_at(r, key))) continue;
+        const auto q = d_.head.q.row(r);
+        const auto k = d_.head.k().row(key);
         out[static_cast<std::size_t>(c)] = d_.head.scale * (dot(q, k, e.format) - dot(q, k, std::nullopt));
       } else {
         out[static_cast<std::size_t>(c)] = pv_error(e, r, c);
@@ -86,10 +87,10 @@ class RowEmulator {
  private:
   double pv_error(const Emulation& e, Eigen::Index r, Eigen::Index c) const {
     const MatrixR& w = weights_->w;
-    const std::int64_t keys = std::min<std::int64_t>(w.cols(), d_.head.v.rows() - weights_->first_key);
+    const std::int64_t keys = std::min<std::int64_t>(w.cols(), d_.head.v().rows() - weights_->first_key);
     double exact = 0, emulated = 0;
     for (std::int64_t j = 0; j < keys; ++j) {
-      const double p = w(r, j), v = d_.head.v(weights_->first_key + j, c);
+      const double p = w(r, j), v = d_.head.v()(weights_->first_key + j, c);
       if (!std::isfinite(p)) return std::numeric_limits<double>::quiet_NaN();
       exact += p * v;
       if (e.change == Change::operand) {

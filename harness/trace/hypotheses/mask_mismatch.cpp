@@ -103,12 +103,12 @@ struct MaskedRowOutput {
   MatrixR (*row)(const Diagnosis& d, std::int64_t row, std::int64_t keys);
 };
 
-MatrixR uniform_row(const Diagnosis& d, std::int64_t, std::int64_t keys) { return d.head.v.topRows(keys).colwise().mean(); }
+MatrixR uniform_row(const Diagnosis& d, std::int64_t, std::int64_t keys) { return d.head.v().topRows(keys).colwise().mean(); }
 
 MatrixR unmasked_row(const Diagnosis& d, std::int64_t row, std::int64_t keys) {
   const Eigen::RowVectorXd s = d.row_scores(row, keys, false);
   const Eigen::RowVectorXd p = (s.array() - s.maxCoeff()).exp().matrix();
-  return (p / p.sum()) * d.head.v.topRows(keys);
+  return (p / p.sum()) * d.head.v().topRows(keys);
 }
 
 Explanation masked_row_output(const Diagnosis& d) {
@@ -135,7 +135,7 @@ Explanation masked_row_output(const Diagnosis& d) {
       // A correct kernel's rounding of such a row: the weights and V in the input format and
       // the output rounded to it, u (sum_j |v_jc| / keys + |o_c|), with a factor 8 to spare.
       const double x = it->second(0, e.col);
-      const double tolerance = 8 * u * (d.head.v.col(e.col).topRows(keys).cwiseAbs().mean() + std::fabs(x));
+      const double tolerance = 8 * u * (d.head.v().col(e.col).topRows(keys).cwiseAbs().mean() + std::fabs(x));
       if (std::fabs(e.kernel - x) <= tolerance + 2 * e.bound) {
         ++explained;
         rows.insert(e.row);

@@ -25,7 +25,7 @@ std::string name_of(const Diagnosis& d, double factor) {
 // The softmax denominator of a row of the head, sum_j exp(s_j - max_j s_j) over its keys
 // (0 for a row with none).
 double row_sum(const Diagnosis& d, Eigen::Index row) {
-  const Eigen::RowVectorXd s = d.row_scores(row, d.head.k.rows(), true);
+  const Eigen::RowVectorXd s = d.row_scores(row, d.head.k().rows(), true);
   const double m = s.maxCoeff();
   return std::isfinite(m) ? (s.array() - m).exp().sum() : 0.0;
 }

@@ -91,7 +91,7 @@ class Search {
     for (const Operand* o : {&q_, &k_}) {
       if ((o->positions * o->heads * dim) > kSearchBudget) continue;
       const std::int64_t own_pos = position(*o, d_.b, o->is_q ? e.row : e.col);
-      const double* other = o->is_q ? d_.head.k.row(e.col).data() : d_.head.q.row(e.row).data();
+      const double* other = o->is_q ? d_.head.k().row(e.col).data() : d_.head.q.row(e.row).data();
       for (std::int64_t head = 0; head < o->heads; ++head) {
         for (std::int64_t pos = 0; pos < o->positions; ++pos) {
           const double* r = row(*o, head, pos);
@@ -117,7 +117,7 @@ class Search {
       if (bias == -kInf) continue;
       const double* r = row(o, c.head, position(o, d_.b, c.is_q ? e.row : e.col) + c.shift);
       if (!r) continue;
-      const double* other = c.is_q ? d_.head.k.row(e.col).data() : d_.head.q.row(e.row).data();
+      const double* other = c.is_q ? d_.head.k().row(e.col).data() : d_.head.q.row(e.row).data();
       if (d_.explains(e, score(d_, r, other, dim, bias))) ++n;
     }
     return n;

@@ -39,11 +39,11 @@ class ValueReader {
 
   // V'(j, c) under a candidate; nullopt where nothing is stored.
   std::optional<double> value(const Candidate& c, std::int64_t j, std::int64_t col) {
-    const std::int64_t dim = d_.head.v.cols(), keys = length_[static_cast<std::size_t>(d_.b)];
+    const std::int64_t dim = d_.head.v().cols(), keys = length_[static_cast<std::size_t>(d_.b)];
     if (c.transposed) {
       const std::int64_t flat = col * keys + j;
       if (flat >= keys * dim) return std::nullopt;
-      return d_.head.v(flat / dim, flat % dim);
+      return d_.head.v()(flat / dim, flat % dim);
     }
     const std::int64_t pos = start_[static_cast<std::size_t>(d_.b)] + j + c.shift;
     for (std::size_t b = 0; b < start_.size(); ++b) {
@@ -71,10 +71,10 @@ std::optional<double> predicted(const Diagnosis& d, const StageWeights& w, Value
     const double weight = w.w(e.r, j);
     if (weight == 0 || !std::isfinite(weight)) continue;
     const std::int64_t key = w.first_key + j;
-    if (key >= d.head.v.rows()) break;
+    if (key >= d.head.v().rows()) break;
     const std::optional<double> read = v.value(c, key, e.col);
     if (!read) return std::nullopt;
-    change += weight * (*read - d.head.v(key, e.col));
+    change += weight * (*read - d.head.v()(key, e.col));
   }
   return e.reference + change;
 }
