@@ -85,7 +85,7 @@ std::vector<Line> bench_gpu_reference(bool quick, cudaStream_t stream) {
   const AttentionInputs in = generate_inputs(spec);
   const ChainArithmetic a = nominal_arithmetic(in.problem.dtype);
   const Shape& s = in.problem.shape;
-  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators(s.head_dim);
   const auto chains = [&] {
     parallel_for(s.batch * s.heads, [&](std::int64_t bh) {
       const HeadInputs head = head_inputs(in, bh / s.heads, bh % s.heads, BiasForm::mask);

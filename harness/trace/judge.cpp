@@ -65,7 +65,8 @@ CaseResult judge_run(const std::string& impl, const AttentionInputs& inputs, con
   const RowSample sample = rows ? *rows : sample_rows(inputs.problem, run.graph, options.rows);
   result.coverage = sample.all ? "" : sample.coverage;
   const std::unique_ptr<EvaluatorSource> gpu =
-      options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
+      options.reference == ReferenceDevice::gpu ? gpu_evaluators(inputs.problem.shape.head_dim)
+                                                : std::unique_ptr<EvaluatorSource>();
   const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
   result.reference_device = evaluators.device();
   const std::int64_t block = evaluators.block_elements();

@@ -29,10 +29,14 @@ struct TraceRun {
   RowWindow window;                       // the query rows the trace build captured
 };
 
-// What device copies of captures leave free: what the GPU reference holds at once, less the
-// implementation's buffers when they are given back before it runs (0 when the captures keep
-// them), and room for what the implementation allocates while it runs (an eighth of the device).
-std::size_t device_headroom(std::size_t workspace_bytes);
+// What device copies of captures leave free: the room the GPU reference's working set needs
+// beyond what its pools hold already, less `returned_bytes` (the implementation's buffers, when
+// they are given back before it runs), and at least room for what the implementation allocates
+// while it runs (run_allowance).
+std::size_t device_headroom(const Problem& problem, std::size_t returned_bytes);
+// What an implementation may allocate while it runs, beyond its prepared buffers: an eighth of
+// the device.
+std::size_t run_allowance();
 
 // Why the implementation's trace build cannot run on this device, when its buffers need more
 // memory than the device has free (a GPU implementation; nullopt when they fit).

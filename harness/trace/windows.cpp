@@ -44,13 +44,12 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
   FC_CUDA(cudaMemGetInfo(&free, &total));
   const double per_row = trace_bytes_a_row(impl, p);
   // Beside the buffers the device keeps what the GPU reference holds at once (its pools keep it
-  // from window to window) and what a run that keeps its captures in the buffers needs free
-  // (device_headroom: that working set again, or an eighth of the device for what the
-  // implementation allocates while it runs). The buffers take the rest when their captures stay
-  // in them for a reference on the GPU, half of it when each is copied beside them (or to the
-  // host, for a reference on the CPU).
-  const double spare = static_cast<double>(free) - static_cast<double>(gpu_reference_working_bytes()) -
-                       static_cast<double>(device_headroom(0));
+  // from window to window) and what the implementation allocates while it runs
+  // (run_allowance). The buffers take the rest when their captures stay in them for a reference
+  // on the GPU, half of it when each is copied beside them (or to the host, for a reference on
+  // the CPU).
+  const double spare = static_cast<double>(free) - static_cast<double>(gpu_reference_working_bytes(p.shape.head_dim)) -
+                       static_cast<double>(run_allowance());
   const bool kept = impl.captures_stay_in_buffers() && options.reference == ReferenceDevice::gpu;
   // Never less than 35% of what is free (and as much again for copies), the rule before
   // 2026-11-27: what a device smaller than twice that working set, or shared with other
@@ -147,7 +146,8 @@ Judged judge_in_windows(Implementation& impl, const AttentionInputs& inputs, con
   result.phases.production_run = watch.lap();
   {  // the windows' evaluators and K/V go before attribution, which judges with its own
     const std::unique_ptr<EvaluatorSource> gpu =
-        options.reference == ReferenceDevice::gpu ? gpu_evaluators() : std::unique_ptr<EvaluatorSource>();
+        options.reference == ReferenceDevice::gpu ? gpu_evaluators(inputs.problem.shape.head_dim)
+                                                : std::unique_ptr<EvaluatorSource>();
     const EvaluatorSource& evaluators = gpu ? *gpu : host_evaluators();
     result.reference_device = evaluators.device();
     HeadKvCache kv(inputs, HeadKvCache::Keep::for_next_call);  // every window judges every head again

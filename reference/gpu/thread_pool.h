@@ -22,6 +22,8 @@ class OwnPool {
   OwnPool& operator=(const OwnPool&) = delete;
   // The calling thread allocates from this pool from now on.
   void use() const;
+  // Device memory every live pool holds, in use or kept for reuse.
+  static std::size_t reserved_bytes();
 
  private:
   cudaMemPool_t pool_ = nullptr;

@@ -164,7 +164,7 @@ void check_head(const HeadInputs& in, const HeadInputs& on_device, const Evaluat
 
 TEST_CASE("the GPU reference computes every chain and stage function as the Eigen reference, to 1e-12",
           "[gpu][reference]") {
-  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators(256);  // heads of up to D 256
   struct Case {
     Shape shape;
     const char* mask;
@@ -213,7 +213,7 @@ TEST_CASE("the GPU reference computes every chain and stage function as the Eige
 
 TEST_CASE("a traced run judged with the GPU reference gets the Eigen reference's references and verdicts",
           "[gpu][reference]") {
-  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators(256);  // heads of up to D 256
   std::size_t kept_on_device = 0;
   for (const char* name : {"naive", "flash-splitkv", "cublaslt-paged", "wmma-fused"}) {
     std::unique_ptr<Implementation> impl = make_implementation(name);
@@ -317,7 +317,7 @@ void check_same_report(const std::optional<ElementReport>& a, const std::optiona
 }  // namespace
 
 TEST_CASE("the GPU comparison gives compare_head's metrics and reported elements exactly", "[gpu][reference]") {
-  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators(256);  // heads of up to D 256
   HeadInputs in;  // the comparison reads none of it
   in.q = MatrixR::Zero(2, 2);
   in.set_kv(in.q, in.q);
@@ -390,7 +390,7 @@ namespace fc {
 // The GPU evaluates a run of tiles that lie one after another (a stack, reference/gpu/
 // tile_stack.h) in one go: each tile's result must be what the single call on that tile gives.
 TEST_CASE("stage functions and comparisons over a stack of tiles give each tile's own", "[gpu][reference]") {
-  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators(256);  // heads of up to D 256
   CaseSpec spec;
   spec.shape = {1, 1, 45, 64 * 6 + 20, 64};
   spec.mask = "causal-br";
@@ -468,7 +468,7 @@ namespace fc {
 // must be what the host widens, in every format, for rows all, consecutive and spread, from the
 // device and from the host.
 TEST_CASE("captures widened on the GPU for spread rows equal the host's widening", "[gpu][reference]") {
-  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators();
+  const std::unique_ptr<EvaluatorSource> gpu = gpu_evaluators(256);  // heads of up to D 256
   CaseSpec spec;
   spec.shape = {1, 2, 40, 24, 16};
   const AttentionInputs in = generate_inputs(spec);
