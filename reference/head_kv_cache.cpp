@@ -51,6 +51,7 @@ HeadKv HeadKvCache::take(std::int64_t b, std::int64_t h) {
     }
   }
   // Widened with the lock released: takes of other heads go on meanwhile.
+  if (source != Source::kept) ++widenings_;
   if (source == Source::widen) return head_kv(in_, b, h, id);  // no take to come, or no room
   if (source == Source::widen_and_keep) {
     try {
@@ -65,6 +66,8 @@ HeadKv HeadKvCache::take(std::int64_t b, std::int64_t h) {
   }
   return shared.get();
 }
+
+std::size_t HeadKvCache::widenings() const { return widenings_.load(); }
 
 std::size_t HeadKvCache::kept_bytes() const {
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -3,6 +3,7 @@
 // build that judge the same head: at 128k keys and D 128 a head's are 268 MB, widened from the
 // inputs (and uploaded, by a GPU evaluator) each time otherwise. Each (batch, K/V head) has one
 // id for the cache's life, under which a GPU evaluator keeps its device copy.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -33,6 +34,7 @@ class HeadKvCache {
   HeadKv take(std::int64_t b, std::int64_t h);
 
   std::size_t kept_bytes() const;
+  std::size_t widenings() const;  // heads widened so far (kept or not)
   const AttentionInputs& inputs() const { return in_; }
 
  private:
@@ -50,6 +52,7 @@ class HeadKvCache {
   };
   std::map<std::int64_t, Kept> kept_;
   std::uint64_t serial_ = 0;
+  std::atomic<std::size_t> widenings_{0};
   std::map<std::int64_t, std::int64_t> expected_;  // takes to come, by slot
   std::size_t bytes_ = 0;
 };

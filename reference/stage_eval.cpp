@@ -85,15 +85,10 @@ double MaskedRows::dense_value(std::int64_t r, std::int64_t j) const {
   return mask.dense ? dense->get(mask.dense_index(row(r), j)) : 0.0;
 }
 
-namespace {
-const MatrixR& no_matrix() {
+const MatrixR& HeadInputs::no_matrix() {
   static const MatrixR none;
   return none;
 }
-}  // namespace
-
-const MatrixR& HeadInputs::k() const { return kv_ ? kv_->k : no_matrix(); }
-const MatrixR& HeadInputs::v() const { return kv_ ? kv_->v : no_matrix(); }
 
 void HeadInputs::set_kv(MatrixR own_k, MatrixR own_v) {
   kv_ = std::make_shared<const KvMatrices>(KvMatrices{std::move(own_k), std::move(own_v)});

@@ -101,8 +101,8 @@ struct HeadInputs {
   double scale = 1;
   double softcap = 0;  // > 0: the scores are soft-capped before the bias
 
-  const MatrixR& k() const;
-  const MatrixR& v() const;
+  const MatrixR& k() const { return kv_ ? kv_->k : no_matrix(); }
+  const MatrixR& v() const { return kv_ ? kv_->v : no_matrix(); }
   const std::shared_ptr<const KvMatrices>& kv() const { return kv_; }
   // K and V shared with others (kv_id unchanged), or of this head's own (kv_id 0).
   void set_kv(std::shared_ptr<const KvMatrices> shared) { kv_ = std::move(shared); }
@@ -110,6 +110,7 @@ struct HeadInputs {
   double bias_at(std::int64_t r, std::int64_t j) const;
 
  private:
+  static const MatrixR& no_matrix();  // k and v before set_kv
   std::shared_ptr<const KvMatrices> kv_;
 };
 

@@ -53,7 +53,9 @@ TEST_CASE("the cache keeps heads within its budget and widens the rest for each 
   HeadKvCache cache(in, HeadKvCache::Keep::for_next_call, one_head);
   const HeadKv a = cache.take(0, 0), b = cache.take(0, 1);
   CHECK(a.kv == b.kv);
+  CHECK(cache.widenings() == 1);
   const HeadKv c = cache.take(0, 2), d = cache.take(0, 3);  // over the budget
+  CHECK(cache.widenings() == 3);
   CHECK(c.kv != d.kv);
   CHECK(c.id == d.id);  // a device copy kept under the id is still valid
   CHECK(c.kv->k == d.kv->k);
@@ -100,6 +102,7 @@ TEST_CASE("takes of one head at once share one widening", "[reference][kv]") {
     REQUIRE(kv.kv);
     CHECK(kv.kv == taken[0].kv);
   }
+  CHECK(cache.widenings() == 1);
   CHECK(cache.kept_bytes() == static_cast<std::size_t>(2 * 8192 * 128) * sizeof(double));
   CHECK(taken[0].kv->k == head_kv(in, 0, 0).kv->k);
 }

@@ -57,7 +57,7 @@ std::string run_once(Implementation& impl, const AttentionInputs& inputs, const 
   } catch (const Error& e) {
     return std::string("preparing its buffers: ") + e.what();
   }
-  if (keep_on_device) {
+  if (keep_on_device && gpu) {  // a CPU implementation's captures are on the host
     // Captures keep the buffers only where the reference's room stays free beside them. The
     // run's own allocations are not counted: the buffers exist while it runs either way, and
     // keeping them only makes them outlive it. (Counting them failed on the H100 box, 2026-11-27:

@@ -52,7 +52,7 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
                        static_cast<double>(run_allowance());
   const bool kept = impl.captures_stay_in_buffers() && options.reference == ReferenceDevice::gpu;
   // Never less than 35% of what is free (and as much again for copies), the rule before
-  // 2026-11-27: what a device smaller than twice that working set, or shared with other
+  // 2026-11-27: what a device with little more than that working set free, or shared with other
   // processes, keeps getting.
   const double budget = std::max(0.35 * static_cast<double>(free), spare / (kept ? 1 : 2));
   const double whole = per_row * static_cast<double>(p.shape.q_len);

@@ -64,20 +64,16 @@ struct ThreadContext {
   DeviceKvCache& kv_cache;  // the source's, shared by its threads
   ~ThreadContext() { cudaStreamSynchronize(stream.get()); }
 
-  // in's K and V on the device: the ones kept under its kv_id, else uploaded (and kept, when it
-  // has one).
+  // in's K and V on the device: the ones kept under its kv_id (uploaded once by whichever
+  // thread asked first), else this block's own.
   DeviceKv kv_of(const HeadInputs& in) {
-    if (in.kv_id != 0) {
-      if (std::optional<DeviceKv> kept = kv_cache.find(in.kv_id)) return *kept;
-    }
-    DeviceKv uploaded{std::make_shared<const DeviceMatrix>(gpu::upload(in.k(), stream.get())),
-                      std::make_shared<const DeviceMatrix>(gpu::upload(in.v(), stream.get()))};
     const std::size_t bytes = static_cast<std::size_t>(in.k().size() + in.v().size()) * sizeof(double);
-    if (in.kv_id != 0 && kv_cache.has_room(bytes)) {
-      FC_CUDA(cudaStreamSynchronize(stream.get()));  // complete before another stream reads it
-      kv_cache.keep(in.kv_id, uploaded);
-    }
-    return uploaded;
+    return kv_cache.get(in.kv_id, bytes, [&](bool shared) {
+      DeviceKv uploaded{std::make_shared<const DeviceMatrix>(gpu::upload(in.k(), stream.get())),
+                        std::make_shared<const DeviceMatrix>(gpu::upload(in.v(), stream.get()))};
+      if (shared) FC_CUDA(cudaStreamSynchronize(stream.get()));  // complete before another stream reads it
+      return uploaded;
+    });
   }
 };
 
