@@ -311,31 +311,125 @@ FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, Ro
 // ---- One tile of online softmax: given the running max and sum after the previous tile
 // (-inf and 0 before the first), the new max, p~ = exp(s - max_new), the rescale factor
 // r = exp(max_prev - max_new) and the new running sum r sum_prev + sum(p~).
+//
+// In phases, so that a row's tiles can be judged at once, only scalars carried from tile to
+// tile (online_softmax_row runs them in order for one tile; the GPU reference runs each phase
+// over every tile of a stack, the carries scanned row by row, reference/gpu/chain_kernels.cu):
+//   1. online_tile_stats   (the tile alone)           the tile's max and what max_shift needs
+//   2. online_max_step     (carry: the running max)   the new max and its error
+//   3. online_tile_values  (the tile)                 p~, the max and rescale outputs, sums
+//   4. online_sum_value    (carry: the running sum)   the new sum
+//   5. online_stagnation   (the tile)                 the tight bound's stagnated additions
+//   6. online_sum_step     (carry: the sum's errors)  the sum's bounds
+
+// What max_shift over the tile's entries needs of them, per bound v: the largest x - e (its
+// lower end), the largest x + e, and the shift when the tile's own lower end decides.
+struct OnlineTileStats {
+  double max;
+  double lower[2], upper[2], shift_at_lower[2];
+};
+
+// The largest e of the entries (x, e = s.error(v, c)) that can reach `lower`: x + e >= lower.
+template <class Team>
+FC_HOST_DEVICE double shift_at(const Team& team, std::int64_t cols, RowIn s, int v, double lower) {
+  double shift = 0;
+  for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
+    const double x = s.value[c], e = s.error(v, c);
+    if (x != -infinity() && x + e >= lower) shift = larger(shift, e);
+  }
+  return team.max(shift);
+}
 
 template <class Team>
-FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowIn s, RowIn prev_max, RowIn prev_sum,
-                                       RowOut p, RowOut max, RowOut sum, RowOut rescale,
-                                       const OutputTerms& k) {
+FC_HOST_DEVICE OnlineTileStats online_tile_stats(const Team& team, std::int64_t cols, RowIn s) {
+  OnlineTileStats t;
+  t.max = row_max(team, cols, s.value);
+  for (int v = 0; v < 2; ++v) {
+    double lower = -infinity(), upper = -infinity();
+    for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
+      const double x = s.value[c], e = s.error(v, c);
+      if (x == -infinity()) continue;
+      lower = larger(lower, x - e);
+      upper = larger(upper, x + e);
+    }
+    t.lower[v] = team.max(lower);
+    t.upper[v] = team.max(upper);
+    t.shift_at_lower[v] = shift_at(team, cols, s, v, t.lower[v]);
+  }
+  return t;
+}
+
+// The running max after a tile: -inf before the first; errors as stored (tight at most worst).
+struct RunningMax {
+  double value;
+  double error[2];
+};
+// A tile's step of it: the max before and after, and each bound's max_shift over the tile's
+// entries and the running max before (the error the tile's values use; stored, the tight one
+// is capped by the worst case's).
+struct MaxStep {
+  double prev, next;
+  double shift[2];
+  FC_HOST_DEVICE bool attended() const { return next != -infinity(); }
+  FC_HOST_DEVICE RunningMax after() const {
+    if (!attended()) return {next, {0, 0}};
+    return {next, {shift[kWorst], smaller(shift[kTight], shift[kWorst])}};
+  }
+};
+
+// max_shift over the tile's entries and the running max (its last entry) from the tile's
+// stats; the tile's entries are read again only where the running max raises the lower end
+// past the tile's own and some entry can still reach it.
+template <class Team>
+FC_HOST_DEVICE MaxStep online_max_step(const Team& team, const RunningMax& prev, const OnlineTileStats& t,
+                                       std::int64_t cols, RowIn s) {
+  MaxStep m;
+  m.prev = prev.value;
+  m.next = nan_max(prev.value, t.max);
+  m.shift[kWorst] = m.shift[kTight] = 0;
+  if (!m.attended()) return m;
+  for (int v = 0; v < 2; ++v) {
+    const double e_prev = prev.error[v];
+    const bool carried = prev.value != -infinity();
+    const double lower = carried ? larger(t.lower[v], prev.value - e_prev) : t.lower[v];
+    double shift = t.shift_at_lower[v];
+    if (!(lower == t.lower[v])) shift = t.upper[v] >= lower ? shift_at(team, cols, s, v, lower) : 0.0;
+    if (carried && prev.value + e_prev >= lower) shift = larger(shift, e_prev);
+    m.shift[v] = shift;
+  }
+  return m;
+}
+
+// What a tile's values give the running sum's step.
+struct OnlineTileSums {
+  double rr = 0, r_local = 0;          // the rescale factor and its local relative error
+  double tile_sum = 0, tile_exp_err = 0, n = 0;
+  double r_propagated[2] = {0, 0};     // the rescale factor's propagated error
+  double tile_propagated[2] = {0, 0};  // sum of p~'s propagated errors
+};
+
+// p~ with both bounds, and the max and rescale outputs (written by the leader).
+template <class Team>
+FC_HOST_DEVICE OnlineTileSums online_tile_values(const Team& team, std::int64_t cols, RowIn s, const RunningMax& prev,
+                                                 const MaxStep& m, RowOut p, RowOut max, RowOut rescale,
+                                                 const OutputTerms& k) {
+  OnlineTileSums out;
   const double* x = s.value;
-  const double mp = *prev_max.value, lp = *prev_sum.value;
-  const double mn = nan_max(mp, row_max(team, cols, x));
-  if (mn == -infinity()) {  // nothing attended yet
+  const double mp = m.prev, mn = m.next;
+  if (!m.attended()) {  // nothing attended yet
     unattended(team, cols, p, k.eta_out);
     if (team.leader()) {
       *max.value = mn;
       *rescale.value = 0;
-      *sum.value = 0;
       for (int v = 0; v < 2; ++v) {
         *max.bound[v] = 0;
         *rescale.bound[v] = 0;
-        *sum.bound[v] = k.eta_f32;
       }
     }
-    return;
+    return out;
   }
-  const double rr = mp == -infinity() ? 0.0 : std::exp(mp - mn);
-  const double r_local = mp == -infinity() ? 0.0 : exp_rel_error(mp - mn);
-
+  out.rr = mp == -infinity() ? 0.0 : std::exp(mp - mn);
+  out.r_local = mp == -infinity() ? 0.0 : exp_rel_error(mp - mn);
   double tile_sum = 0, tile_exp_err = 0, n = 0;
   for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
     if (x[c] == -infinity()) {
@@ -349,26 +443,14 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
     tile_exp_err += pt * exp_rel_error(d);
     n += 1;
   }
-  tile_sum = team.sum(tile_sum);
-  tile_exp_err = team.sum(tile_exp_err);
-  n = team.sum(n);
-  const double l = rr * lp + tile_sum;
-  double stagnated = 0;
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-    if (x[c] != -infinity()) stagnated += stagnation(p.value[c], l);
-  }
-  stagnated = team.sum(stagnated);
-
-  const Accumulation fp32;
+  out.tile_sum = team.sum(tile_sum);
+  out.tile_exp_err = team.sum(tile_exp_err);
+  out.n = team.sum(n);
   for (int v = 0; v < 2; ++v) {
-    const double e_prev_max = prev_max.error(v), e_prev_sum = prev_sum.error(v);
-    // A max of perturbed values moves by at most the largest perturbation of those that can be the max.
-    const double e_max = max_shift(team, cols + 1, [&](std::int64_t c) {
-      return c == cols ? Perturbed{mp, e_prev_max} : Perturbed{x[c], s.error(v, c)};
-    });
+    const double e_max = m.shift[v];
     // r and p~ lie in [0, 1]: exp of a value minus a max at least as large.
-    const double r_propagated =
-        mp == -infinity() ? 0.0 : within_range(exp_growth(rr, mp - mn, e_prev_max + e_max), rr, 0, 1);
+    out.r_propagated[v] =
+        mp == -infinity() ? 0.0 : within_range(exp_growth(out.rr, mp - mn, prev.error[v] + e_max), out.rr, 0, 1);
     double tile_propagated = 0;
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
       if (x[c] == -infinity()) {
@@ -380,56 +462,132 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
       p.bound[v][c] = propagated + kSafetyFactor * (pt * (exp_rel_error(d) + k.u_out) + kAccEta) + k.eta_out;
       tile_propagated += propagated;
     }
-    tile_propagated = team.sum(tile_propagated);
-    // |r' l_p' - r l_p| <= r E(l_p) + l_p E(r) + E(r) E(l_p): the product of two uncertain values.
-    const double propagated = rr * e_prev_sum + lp * r_propagated + r_propagated * e_prev_sum + tile_propagated;
-    // The tile sum may be formed from p~ as stored (u_out), as a kernel that sums after
-    // converting to the GEMM operand format does. Its n + 1 additions of positive terms stay
-    // within l.
-    const double single =
-        rr * lp * (r_local + kAccU) + lp * kAccEta + tile_exp_err + k.u_out * tile_sum + (n + 1) * kAccEta;
-    const double additions =
-        v == kWorst ? kSafetyFactor * (n + 1) * kAccU * l : kSafetyFactor * stagnated + fp32.tight(n + 1, l);
-    if (team.leader()) {
-      *max.bound[v] = e_max;
-      *rescale.bound[v] = r_propagated + kSafetyFactor * (rr * r_local + kAccEta) + k.eta_f32;
-      *sum.bound[v] = propagated + kSafetyFactor * single + additions + k.eta_f32;
-    }
+    out.tile_propagated[v] = team.sum(tile_propagated);
   }
   for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
     p.bound[kTight][c] = smaller(p.bound[kTight][c], p.bound[kWorst][c]);
   }
   if (team.leader()) {
+    const RunningMax after = m.after();
     *max.value = mn;
-    *rescale.value = rr;
-    *sum.value = l;
-    *max.bound[kTight] = smaller(*max.bound[kTight], *max.bound[kWorst]);
-    *sum.bound[kTight] = smaller(*sum.bound[kTight], *sum.bound[kWorst]);
+    *max.bound[kWorst] = after.error[kWorst];
+    *max.bound[kTight] = after.error[kTight];
+    *rescale.value = out.rr;
+    for (int v = 0; v < 2; ++v) {
+      *rescale.bound[v] = out.r_propagated[v] + kSafetyFactor * (out.rr * out.r_local + kAccEta) + k.eta_f32;
+    }
     *rescale.bound[kTight] = smaller(*rescale.bound[kTight], *rescale.bound[kWorst]);
+  }
+  return out;
+}
+
+// The running sum after a tile: 0 before the first (its errors 0: an exact input).
+struct RunningSum {
+  double value;
+  double error[2];
+};
+
+FC_HOST_DEVICE inline double online_sum_value(double prev_sum, const MaxStep& m, const OnlineTileSums& t) {
+  return m.attended() ? t.rr * prev_sum + t.tile_sum : 0.0;
+}
+
+// The tile's additions that the tight bound counts linearly (stagnation) against the new sum l.
+template <class Team>
+FC_HOST_DEVICE double online_stagnation(const Team& team, std::int64_t cols, RowIn s, const double* p, double l) {
+  double stagnated = 0;
+  for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
+    if (s.value[c] != -infinity()) stagnated += stagnation(p[c], l);
+  }
+  return team.sum(stagnated);
+}
+
+// The running sum after the tile, l with both bounds, from the running sum before (its errors as
+// stored) and the tile's sums.
+FC_HOST_DEVICE inline RunningSum online_sum_step(const RunningSum& prev, const MaxStep& m, const OnlineTileSums& t,
+                                                 double l, double stagnated, const OutputTerms& k) {
+  RunningSum after{l, {k.eta_f32, k.eta_f32}};
+  if (!m.attended()) return after;
+  const double lp = prev.value, rr = t.rr, n = t.n;
+  const Accumulation fp32;
+  for (int v = 0; v < 2; ++v) {
+    const double e_prev_sum = prev.error[v], r_propagated = t.r_propagated[v];
+    // |r' l_p' - r l_p| <= r E(l_p) + l_p E(r) + E(r) E(l_p): the product of two uncertain values.
+    const double propagated = rr * e_prev_sum + lp * r_propagated + r_propagated * e_prev_sum + t.tile_propagated[v];
+    // The tile sum may be formed from p~ as stored (u_out), as a kernel that sums after
+    // converting to the GEMM operand format does. Its n + 1 additions of positive terms stay
+    // within l.
+    const double single =
+        rr * lp * (t.r_local + kAccU) + lp * kAccEta + t.tile_exp_err + k.u_out * t.tile_sum + (n + 1) * kAccEta;
+    const double additions =
+        v == kWorst ? kSafetyFactor * (n + 1) * kAccU * l : kSafetyFactor * stagnated + fp32.tight(n + 1, l);
+    after.error[v] = propagated + kSafetyFactor * single + additions + k.eta_f32;
+  }
+  after.error[kTight] = smaller(after.error[kTight], after.error[kWorst]);
+  return after;
+}
+
+template <class Team>
+FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowIn s, RowIn prev_max, RowIn prev_sum,
+                                       RowOut p, RowOut max, RowOut sum, RowOut rescale,
+                                       const OutputTerms& k) {
+  const RunningMax pm{*prev_max.value, {prev_max.error(kWorst), prev_max.error(kTight)}};
+  const RunningSum ps{*prev_sum.value, {prev_sum.error(kWorst), prev_sum.error(kTight)}};
+  const OnlineTileStats stats = online_tile_stats(team, cols, s);
+  const MaxStep m = online_max_step(team, pm, stats, cols, s);
+  const OnlineTileSums t = online_tile_values(team, cols, s, pm, m, p, max, rescale, k);
+  const double l = online_sum_value(ps.value, m, t);
+  const double stagnated = m.attended() ? online_stagnation(team, cols, s, p.value, l) : 0.0;
+  const RunningSum after = online_sum_step(ps, m, t, l, stagnated, k);
+  if (team.leader()) {
+    *sum.value = after.value;
+    *sum.bound[kWorst] = after.error[kWorst];
+    *sum.bound[kTight] = after.error[kTight];
   }
 }
 
-// ---- rescale: acc * exp(prev_max - new_max), one row of the accumulator.
+// ---- rescale: acc * exp(prev_max - new_max), one row of the accumulator; element by element
+// from the row's factor (the GPU reference walks each element's tiles on its own thread).
+struct RescaleFactor {
+  double rr, local_rel;
+  double propagated[2];  // the factor's propagated error, each bound
+};
+
+FC_HOST_DEVICE inline RescaleFactor rescale_factor(RowIn prev_max, RowIn new_max, const OutputTerms& k) {
+  const double mp = *prev_max.value, mn = *new_max.value;
+  const bool defined = mp != -infinity() && mn != -infinity();
+  RescaleFactor f;
+  f.rr = defined ? std::exp(mp - mn) : 0.0;
+  f.local_rel = (defined ? exp_rel_error(mp - mn) : 0.0) + kAccU + k.u_out;
+  for (int v = 0; v < 2; ++v) {
+    f.propagated[v] =
+        defined ? within_range(exp_growth(f.rr, mp - mn, prev_max.error(v) + new_max.error(v)), f.rr, 0, 1) : 0.0;
+  }
+  return f;
+}
+
+// One element: acc with its errors (worst, tight) into value and bound (worst, tight).
+FC_HOST_DEVICE inline void rescale_element(const RescaleFactor& f, double acc, const double acc_error[2], double* value,
+                                           double bound[2], const OutputTerms& k) {
+  *value = f.rr * acc;
+  for (int v = 0; v < 2; ++v) {
+    const double x = std::fabs(acc), e = acc_error[v], r_propagated = f.propagated[v];
+    // r itself may underflow: an absolute kAccEta on r, times |acc|.
+    bound[v] = f.rr * e + x * r_propagated + r_propagated * e +
+               kSafetyFactor * (f.rr * x * f.local_rel + (x + 1) * kAccEta) + k.eta_out;
+  }
+  bound[kTight] = smaller(bound[kTight], bound[kWorst]);
+}
+
 template <class Team>
 FC_HOST_DEVICE void rescale_row(const Team& team, std::int64_t cols, RowIn acc, RowIn prev_max, RowIn new_max,
                                 RowOut out, const OutputTerms& k) {
-  const double mp = *prev_max.value, mn = *new_max.value;
-  const bool defined = mp != -infinity() && mn != -infinity();
-  const double rr = defined ? std::exp(mp - mn) : 0.0;
-  const double local_rel = (defined ? exp_rel_error(mp - mn) : 0.0) + kAccU + k.u_out;
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) out.value[c] = rr * acc.value[c];
-  for (int v = 0; v < 2; ++v) {
-    const double r_propagated =
-        defined ? within_range(exp_growth(rr, mp - mn, prev_max.error(v) + new_max.error(v)), rr, 0, 1) : 0.0;
-    for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-      const double x = std::fabs(acc.value[c]), e = acc.error(v, c);
-      // r itself may underflow: an absolute kAccEta on r, times |acc|.
-      out.bound[v][c] = rr * e + x * r_propagated + r_propagated * e +
-                        kSafetyFactor * (rr * x * local_rel + (x + 1) * kAccEta) + k.eta_out;
-    }
-  }
+  const RescaleFactor f = rescale_factor(prev_max, new_max, k);
   for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-    out.bound[kTight][c] = smaller(out.bound[kTight][c], out.bound[kWorst][c]);
+    const double e[2] = {acc.error(kWorst, c), acc.error(kTight, c)};
+    double bound[2];
+    rescale_element(f, acc.value[c], e, out.value + c, bound, k);
+    out.bound[kWorst][c] = bound[kWorst];
+    out.bound[kTight][c] = bound[kTight];
   }
 }
 

@@ -1,5 +1,7 @@
 #include "reference/gpu/chain_kernels.h"
 
+#include <type_traits>
+
 #include "core/check.h"
 #include "reference/gpu/row_teams.cuh"
 
@@ -51,44 +53,166 @@ __global__ void pv_finish_kernel(Products x, BoundedIn acc, stage_math::PvTerms 
   }
 }
 
+// The online softmax of a stack of tiles in the phases of stage_math.h: each tile's own work a
+// team an item (tile t of row r is item t * rows + r), over every tile at once; the running
+// max and sum a thread a row, tile after tile, with scalars alone. Walking each row's tiles
+// with all its work, as one team a row, left a device of 132 SMs with 128 warps of a block
+// of 128 rows, each step a dozen reductions and memory round trips behind the last.
+using stage_math::MaxStep;
+using stage_math::OnlineTileStats;
+using stage_math::OnlineTileSums;
+using stage_math::RunningMax;
+using stage_math::RunningSum;
+
 template <class TeamKind>
-__global__ void online_softmax_tiles_kernel(BoundedIn s, std::int64_t tiles, std::int64_t rows, BoundedOut p,
-                                            BoundedOut max, BoundedOut sum, BoundedOut rescale,
-                                            stage_math::OutputTerms terms) {
-  const std::int64_t r = RowTeam<TeamKind>::row(rows);
-  if (r < 0) return;
+__global__ void tile_stats_kernel(BoundedIn s, std::int64_t items, OnlineTileStats* stats) {
+  const std::int64_t i = RowTeam<TeamKind>::row(items);
+  if (i < 0) return;
   const auto team = RowTeam<TeamKind>::team();
-  const double initial_max = -stage_math::infinity(), initial_sum = 0;
-  RowIn prev_max{&initial_max, {nullptr, nullptr}}, prev_sum{&initial_sum, {nullptr, nullptr}};
+  const OnlineTileStats t = stage_math::online_tile_stats(team, s.cols, s.row(i));
+  if (team.leader()) stats[i] = t;
+}
+
+// Before the first tile: max -inf and sum 0, exact.
+__global__ void max_scan_kernel(BoundedIn s, std::int64_t tiles, std::int64_t rows,
+                                const OnlineTileStats* __restrict__ stats, MaxStep* __restrict__ steps,
+                                RunningMax* __restrict__ before) {
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  RunningMax carry{-stage_math::infinity(), {0, 0}};
+  OnlineTileStats next = stats[r];
   for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t row = t * rows + r;
-    stage_math::online_softmax_row(team, s.cols, s.row(row), prev_max, prev_sum, p.row(row), max.row(row),
-                                   sum.row(row), rescale.row(row), terms);
-    team.sync();
-    prev_max = max.in_row(row);
-    prev_sum = sum.in_row(row);
+    const std::int64_t i = t * rows + r;
+    const OnlineTileStats current = next;
+    if (t + 1 < tiles) next = stats[i + rows];  // in flight while this tile's step is formed
+    const MaxStep m = stage_math::online_max_step(stage_math::SerialTeam{}, carry, current, s.cols, s.row(i));
+    steps[i] = m;
+    before[i] = carry;
+    carry = m.after();
   }
 }
 
-__global__ void accumulate_tiles_kernel(Products x, BoundedIn max, std::int64_t tiles, std::int64_t rows,
-                                        const double* zeros, BoundedOut rescaled, BoundedOut acc,
-                                        stage_math::OutputTerms rescale_terms, stage_math::PvTerms pv_terms) {
-  const std::int64_t r = warp_row(rows);
-  if (r < 0) return;
-  const WarpTeam team{static_cast<int>(threadIdx.x % 32)};
-  const double initial_max = -stage_math::infinity();
-  RowIn prev_acc{zeros, {nullptr, nullptr}}, prev_max{&initial_max, {nullptr, nullptr}};
+template <class TeamKind>
+__global__ void tile_values_kernel(BoundedIn s, std::int64_t items, const MaxStep* steps, const RunningMax* before,
+                                   BoundedOut p, BoundedOut max, BoundedOut rescale, stage_math::OutputTerms terms,
+                                   OnlineTileSums* sums) {
+  const std::int64_t i = RowTeam<TeamKind>::row(items);
+  if (i < 0) return;
+  const auto team = RowTeam<TeamKind>::team();
+  const OnlineTileSums t = stage_math::online_tile_values(team, s.cols, s.row(i), before[i], steps[i], p.row(i),
+                                                          max.row(i), rescale.row(i), terms);
+  if (team.leader()) sums[i] = t;
+}
+
+__global__ void sum_scan_kernel(std::int64_t tiles, std::int64_t rows, const MaxStep* __restrict__ steps,
+                                const OnlineTileSums* __restrict__ sums, double* __restrict__ l) {
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  double carry = 0;
   for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t row = t * rows + r;
-    stage_math::rescale_row(team, x.cols, prev_acc, prev_max, max.row(row), rescaled.row(row), rescale_terms);
-    team.sync();
-    for (std::int64_t c = team.rank(); c < x.cols; c += team.size()) {
-      const std::int64_t i = row * x.cols + c;
-      pv_element_at(x, i, rescaled.value[i], rescaled.bound[i], rescaled.tight[i], pv_terms, acc.value + i,
-                    acc.bound + i, acc.tight + i);
-    }
-    team.sync();
-    prev_acc = acc.in_row(row);
+    const std::int64_t i = t * rows + r;
+    carry = stage_math::online_sum_value(carry, steps[i], sums[i]);
+    l[i] = carry;
+  }
+}
+
+template <class TeamKind>
+__global__ void stagnation_kernel(BoundedIn s, std::int64_t items, const MaxStep* steps, const double* l,
+                                  const double* p, double* stagnated) {
+  const std::int64_t i = RowTeam<TeamKind>::row(items);
+  if (i < 0) return;
+  const auto team = RowTeam<TeamKind>::team();
+  if (!steps[i].attended()) {
+    if (team.leader()) stagnated[i] = 0;
+    return;
+  }
+  const double x = stage_math::online_stagnation(team, s.cols, s.row(i), p + i * s.cols, l[i]);
+  if (team.leader()) stagnated[i] = x;
+}
+
+__global__ void sum_bounds_scan_kernel(std::int64_t tiles, std::int64_t rows, const MaxStep* __restrict__ steps,
+                                       const OnlineTileSums* __restrict__ sums, const double* __restrict__ l,
+                                       const double* __restrict__ stagnated, BoundedOut sum,
+                                       stage_math::OutputTerms terms) {
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  RunningSum carry{0, {0, 0}};
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::int64_t i = t * rows + r;
+    carry = stage_math::online_sum_step(carry, steps[i], sums[i], l[i], stagnated[i], terms);
+    sum.value[i] = carry.value;
+    sum.bound[i] = carry.error[stage_math::kWorst];
+    sum.tight[i] = carry.error[stage_math::kTight];
+  }
+}
+
+// A device array of n T (plain data) in a DeviceMatrix's memory, freed with it.
+template <class T>
+T* array_in(DeviceMatrix& m) {
+  static_assert(std::is_trivially_copyable<T>::value && sizeof(T) % sizeof(double) == 0, "plain doubles");
+  return reinterpret_cast<T*>(m.data());
+}
+template <class T>
+DeviceMatrix array_of(std::int64_t n, cudaStream_t stream) {
+  return DeviceMatrix(n, static_cast<std::int64_t>(sizeof(T) / sizeof(double)), stream);
+}
+
+template <class TeamKind>
+void online_softmax_phases(const DeviceBounded& scores, std::int64_t tiles, std::int64_t rows, DeviceBounded& p,
+                           DeviceBounded& max, DeviceBounded& sum, DeviceBounded& rescale,
+                           const stage_math::OutputTerms& terms, cudaStream_t stream) {
+  const std::int64_t items = tiles * rows;
+  const unsigned item_blocks = RowTeam<TeamKind>::blocks(items);
+  const unsigned scan_blocks = static_cast<unsigned>((rows + kThreads - 1) / kThreads);
+  DeviceMatrix stats = array_of<OnlineTileStats>(items, stream), steps = array_of<MaxStep>(items, stream),
+               before = array_of<RunningMax>(items, stream), sums = array_of<OnlineTileSums>(items, stream),
+               l(items, 1, stream), stagnated(items, 1, stream);
+  tile_stats_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(in(scores), items, array_in<OnlineTileStats>(stats));
+  FC_CUDA_LAUNCH();
+  max_scan_kernel<<<scan_blocks, kThreads, 0, stream>>>(in(scores), tiles, rows, array_in<OnlineTileStats>(stats),
+                                                        array_in<MaxStep>(steps), array_in<RunningMax>(before));
+  FC_CUDA_LAUNCH();
+  tile_values_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(
+      in(scores), items, array_in<MaxStep>(steps), array_in<RunningMax>(before), out(p), out(max), out(rescale), terms,
+      array_in<OnlineTileSums>(sums));
+  FC_CUDA_LAUNCH();
+  sum_scan_kernel<<<scan_blocks, kThreads, 0, stream>>>(tiles, rows, array_in<MaxStep>(steps),
+                                                        array_in<OnlineTileSums>(sums), l.data());
+  FC_CUDA_LAUNCH();
+  stagnation_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(in(scores), items, array_in<MaxStep>(steps),
+                                                                    l.data(), p.value.data(), stagnated.data());
+  FC_CUDA_LAUNCH();
+  sum_bounds_scan_kernel<<<scan_blocks, kThreads, 0, stream>>>(tiles, rows, array_in<MaxStep>(steps),
+                                                               array_in<OnlineTileSums>(sums), l.data(),
+                                                               stagnated.data(), out(sum), terms);
+  FC_CUDA_LAUNCH();
+}
+
+// The accumulator's chain a thread an element: each element's tiles in order, its value and
+// errors carried in registers, the rescale factor of its row formed again by each of its
+// threads (stage_math.h's rescale_element, as rescale_row forms it for each column).
+__global__ void accumulate_tiles_kernel(Products x, BoundedIn max, std::int64_t tiles, std::int64_t rows,
+                                        BoundedOut rescaled, BoundedOut acc, stage_math::OutputTerms rescale_terms,
+                                        stage_math::PvTerms pv_terms) {
+  const std::int64_t element = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (element >= rows * x.cols) return;
+  const std::int64_t r = element / x.cols, c = element % x.cols;
+  const double initial_max = -stage_math::infinity();
+  RowIn prev_max{&initial_max, {nullptr, nullptr}};
+  double value = 0, error[2] = {0, 0};  // before the first tile: 0, exact
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::int64_t row = t * rows + r, i = row * x.cols + c;
+    const stage_math::RescaleFactor f = stage_math::rescale_factor(prev_max, max.row(row), rescale_terms);
+    double r_value = 0, r_bound[2];
+    stage_math::rescale_element(f, value, error, &r_value, r_bound, rescale_terms);
+    rescaled.value[i] = r_value;
+    rescaled.bound[i] = r_bound[stage_math::kWorst];
+    rescaled.tight[i] = r_bound[stage_math::kTight];
+    pv_element_at(x, i, r_value, r_bound[stage_math::kWorst], r_bound[stage_math::kTight], pv_terms, &value,
+                  &error[stage_math::kWorst], &error[stage_math::kTight]);
+    acc.value[i] = value;
+    acc.bound[i] = error[stage_math::kWorst];
+    acc.tight[i] = error[stage_math::kTight];
     prev_max = max.row(row);
   }
 }
@@ -111,13 +235,10 @@ void online_softmax_tiles(const DeviceBounded& scores, std::int64_t tiles, Devic
   if (tiles == 0 || scores.value.rows() == 0) return;
   const std::int64_t rows = scores.value.rows() / tiles;
   if (scores.value.cols() >= kBlockRowCols) {
-    online_softmax_tiles_kernel<BlockTeam><<<RowTeam<BlockTeam>::blocks(rows), kThreads, 0, stream>>>(
-        in(scores), tiles, rows, out(p), out(max), out(sum), out(rescale), terms);
+    online_softmax_phases<BlockTeam>(scores, tiles, rows, p, max, sum, rescale, terms, stream);
   } else {
-    online_softmax_tiles_kernel<WarpTeam><<<RowTeam<WarpTeam>::blocks(rows), kThreads, 0, stream>>>(
-        in(scores), tiles, rows, out(p), out(max), out(sum), out(rescale), terms);
+    online_softmax_phases<WarpTeam>(scores, tiles, rows, p, max, sum, rescale, terms, stream);
   }
-  FC_CUDA_LAUNCH();
 }
 
 void accumulate_tiles(const PvProducts& x, const DeviceBounded& max, DeviceBounded& rescaled, DeviceBounded& acc,
@@ -125,11 +246,9 @@ void accumulate_tiles(const PvProducts& x, const DeviceBounded& max, DeviceBound
                       cudaStream_t stream) {
   const std::int64_t n = acc.value.size(), rows = x.rows_per_tile;
   if (n == 0 || rows == 0) return;
-  const std::int64_t tiles = acc.value.rows() / rows;
-  const DeviceMatrix zeros = gpu::zeros(1, acc.value.cols(), stream);  // the accumulator before the first tile
-  accumulate_tiles_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(products_of(x, n, acc.value.cols()), in(max),
-                                                                     tiles, rows, zeros.data(), out(rescaled),
-                                                                     out(acc), rescale_terms, pv_terms);
+  const std::int64_t tiles = acc.value.rows() / rows, elements = rows * acc.value.cols();
+  accumulate_tiles_kernel<<<static_cast<unsigned>((elements + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      products_of(x, n, acc.value.cols()), in(max), tiles, rows, out(rescaled), out(acc), rescale_terms, pv_terms);
   FC_CUDA_LAUNCH();
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // The GPU reference's kernels over stacks of tiles (stage_kernels.h, TileStack): P.V's
 // bounds from the products its GEMMs formed, and the blocked chain's two recurrences over
-// tiles (the running max and sum; the rescaled accumulator), a team a row walking the tiles
-// in order, so that a row's every tile costs no launch of its own.
+// tiles, so that a row's every tile costs no launch of its own: the online softmax in the
+// phases of stage_math.h (each tile's work over every tile at once, the running max and sum a
+// thread a row), and the rescaled accumulator a thread an element, walking its tiles in order.
 #include "reference/gpu/device_matrix.h"
 #include "reference/stage_math.h"
 
