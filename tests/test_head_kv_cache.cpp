@@ -1,6 +1,7 @@
 // The heads' K and V shared by blocks and windows of rows (reference/head_kv_cache.h): the same
 // values and id however often a head is judged, widened once while kept, nothing kept past the
 // budget or once no take is expected.
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,6 +106,33 @@ TEST_CASE("takes of one head at once share one widening", "[reference][kv]") {
   CHECK(cache.widenings() == 1);
   CHECK(cache.kept_bytes() == static_cast<std::size_t>(2 * 8192 * 128) * sizeof(double));
   CHECK(taken[0].kv->k == head_kv(in, 0, 0).kv->k);
+}
+
+TEST_CASE("a widening that throws fails its takes and leaves the head to be widened again", "[reference][kv]") {
+  AttentionInputs in = gqa_inputs();
+  const HostTensor good = in.k;
+  in.k = HostTensor(DType::f32, {2, 3});  // not [B,H,S,D]: head_matrix throws
+  HeadKvCache cache(in, HeadKvCache::Keep::for_next_call);
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      try {
+        cache.take(1, 2);
+      } catch (const Error&) {
+        ++failed;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failed == 4);
+  CHECK(cache.kept_bytes() == 0);
+  in.k = good;
+  const HeadKv kv = cache.take(1, 2);
+  REQUIRE(kv.kv);
+  CHECK(kv.kv->k == head_kv(in, 1, 2).kv->k);
+  CHECK(cache.kept_bytes() > 0);
+  CHECK(cache.take(1, 3).kv == kv.kv);
 }
 
 TEST_CASE("a head's inputs share their K and V when copied and own them when set", "[reference][kv]") {
