@@ -55,9 +55,11 @@ __global__ void pv_finish_kernel(Products x, BoundedIn acc, stage_math::PvTerms 
 
 // The online softmax of a stack of tiles in the phases of stage_math.h: each tile's own work a
 // team an item (tile t of row r is item t * rows + r), over every tile at once; the running
-// max and sum a thread a row, tile after tile, with scalars alone. Walking each row's tiles
-// with all its work, as one team a row, left a device of 132 SMs with 128 warps of a block
-// of 128 rows, each step a dozen reductions and memory round trips behind the last.
+// max and sum a thread a row, tile after tile, from scalars (the max reads a tile's scores
+// again only where the carried max raises max_shift's lower end past the tile's own). Walking
+// each row's tiles with all its work, as one team a row, left a device of 132 SMs with 128
+// warps of a block of 128 rows, each step a dozen reductions and memory round trips behind the
+// last.
 using stage_math::MaxStep;
 using stage_math::OnlineTileStats;
 using stage_math::OnlineTileSums;
