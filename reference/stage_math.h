@@ -114,6 +114,12 @@ FC_HOST_DEVICE inline double within_range(double bound, double x, double lo, dou
 struct Perturbed {
   double x, e;
 };
+// Entry c of a row under bound v.
+struct RowEntries {
+  RowIn s;
+  int v;
+  FC_HOST_DEVICE Perturbed operator()(std::int64_t c) const { return {s.value[c], s.error(v, c)}; }
+};
 
 // ---- Weights of a softmax under score errors (docs/error-model.md, "Finite masking biases").
 // A score with a finite but huge masking bias carries an absolute bound far beyond any other
@@ -122,19 +128,25 @@ struct Perturbed {
 
 // How far max_k (x_k + d_k), |d_k| <= e_k, can lie from max_k x_k: the largest e_k among the
 // entries that can be the max, x_k + e_k >= max_j (x_j - e_j); -inf entries take no part.
+// The largest e_k of the entries that reach `lower` (x_k + e_k >= lower): max_shift's second
+// half, which the online softmax's phases also take at other lower ends.
 template <class Team, class Entry>
-FC_HOST_DEVICE double max_shift(const Team& team, std::int64_t n, Entry entry) {
-  double lower = -infinity(), shift = 0;
-  for (std::int64_t k = team.rank(); k < n; k += team.size()) {
-    const Perturbed p = entry(k);
-    if (p.x != -infinity()) lower = larger(lower, p.x - p.e);
-  }
-  lower = team.max(lower);
+FC_HOST_DEVICE double shift_reaching(const Team& team, std::int64_t n, Entry entry, double lower) {
+  double shift = 0;
   for (std::int64_t k = team.rank(); k < n; k += team.size()) {
     const Perturbed p = entry(k);
     if (p.x != -infinity() && p.x + p.e >= lower) shift = larger(shift, p.e);
   }
   return team.max(shift);
+}
+template <class Team, class Entry>
+FC_HOST_DEVICE double max_shift(const Team& team, std::int64_t n, Entry entry) {
+  double lower = -infinity();
+  for (std::int64_t k = team.rank(); k < n; k += team.size()) {
+    const Perturbed p = entry(k);
+    if (p.x != -infinity()) lower = larger(lower, p.x - p.e);
+  }
+  return shift_reaching(team, n, entry, team.max(lower));
 }
 
 // ln sum_k w_k e^{e_k} for weights w_k = e^{log w_k} summing to 1: how far errors |d_k| <= e_k
@@ -270,7 +282,7 @@ FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, Ro
   const double sum_worst = kSafetyFactor * (n + 2) * kAccU;
   const double sum_tight = kSafetyFactor * (2 * kAccU + stagnated) + fp32.tight(n + 1, 1.0);
   for (int v = 0; v < 2; ++v) {
-    const double e_max = max_shift(team, cols, [&](std::int64_t c) { return Perturbed{x[c], s.error(v, c)}; });
+    const double e_max = max_shift(team, cols, RowEntries{s, v});
     // How far the errors move ln sum_k p_k e^{d_k}, the normalization's share of ln p_j.
     const double e_norm =
         weighted_log_shift(team, cols, [&](std::int64_t c) { return Perturbed{x[c] - m - log_l, s.error(v, c)}; });
@@ -322,26 +334,20 @@ FC_HOST_DEVICE void softmax_row(const Team& team, std::int64_t cols, RowIn s, Ro
 //   5. online_stagnation   (the tile)                 the tight bound's stagnated additions
 //   6. online_sum_step     (carry: the sum's errors)  the sum's bounds
 
-// What max_shift over the tile's entries needs of them, per bound v: the largest x - e (its
-// lower end), the largest x + e, and the shift when the tile's own lower end decides.
+// What max_shift over the tile's entries and the running max needs of the entries, per bound v:
+// the largest x - e (the tile's lower end), the largest x + e, and the shift taken at
+// shift_lower, the lower end as far as it was known (the tile's own, or with the running max
+// before it where the caller knew it).
 struct OnlineTileStats {
   double max;
-  double lower[2], upper[2], shift_at_lower[2];
+  double lower[2], upper[2], shift_lower[2], shift[2];
 };
 
-// The largest e of the entries (x, e = s.error(v, c)) that can reach `lower`: x + e >= lower.
+// `carried_lower`: each bound's lower end of the running max before the tile (x - e of it, -inf
+// when none or unknown).
 template <class Team>
-FC_HOST_DEVICE double shift_at(const Team& team, std::int64_t cols, RowIn s, int v, double lower) {
-  double shift = 0;
-  for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
-    const double x = s.value[c], e = s.error(v, c);
-    if (x != -infinity() && x + e >= lower) shift = larger(shift, e);
-  }
-  return team.max(shift);
-}
-
-template <class Team>
-FC_HOST_DEVICE OnlineTileStats online_tile_stats(const Team& team, std::int64_t cols, RowIn s) {
+FC_HOST_DEVICE OnlineTileStats online_tile_stats(const Team& team, std::int64_t cols, RowIn s,
+                                                 const double carried_lower[2]) {
   OnlineTileStats t;
   t.max = row_max(team, cols, s.value);
   for (int v = 0; v < 2; ++v) {
@@ -354,21 +360,26 @@ FC_HOST_DEVICE OnlineTileStats online_tile_stats(const Team& team, std::int64_t 
     }
     t.lower[v] = team.max(lower);
     t.upper[v] = team.max(upper);
-    t.shift_at_lower[v] = shift_at(team, cols, s, v, t.lower[v]);
+    t.shift_lower[v] = larger(t.lower[v], carried_lower[v]);
+    t.shift[v] = shift_reaching(team, cols, RowEntries{s, v}, t.shift_lower[v]);
   }
   return t;
 }
 
-// The running max after a tile: -inf before the first; errors as stored (tight at most worst).
-struct RunningMax {
+// A value carried from tile to tile with its errors as stored (tight at most worst): the
+// running max (-inf before the first tile) and the running sum (0).
+struct RunningValue {
   double value;
   double error[2];
 };
-// A tile's step of it: the max before and after, and each bound's max_shift over the tile's
-// entries and the running max before (the error the tile's values use; stored, the tight one
-// is capped by the worst case's).
+using RunningMax = RunningValue;
+using RunningSum = RunningValue;
+// A tile's step of it: the max before (with its errors as stored) and after, and each bound's
+// max_shift over the tile's entries and the running max before (the error the tile's values
+// use; stored, the tight one is capped by the worst case's).
 struct MaxStep {
   double prev, next;
+  double prev_error[2];
   double shift[2];
   FC_HOST_DEVICE bool attended() const { return next != -infinity(); }
   FC_HOST_DEVICE RunningMax after() const {
@@ -377,24 +388,32 @@ struct MaxStep {
   }
 };
 
+// The lower end of the running max as max_shift's entry (none before the first tile).
+FC_HOST_DEVICE inline void carried_lower_ends(const RunningMax& prev, double lower[2]) {
+  for (int v = 0; v < 2; ++v) lower[v] = prev.value != -infinity() ? prev.value - prev.error[v] : -infinity();
+}
+
 // max_shift over the tile's entries and the running max (its last entry) from the tile's
-// stats; the tile's entries are read again only where the running max raises the lower end
-// past the tile's own and some entry can still reach it.
+// stats; the tile's entries are read again only where the stats took the shift at a lower end
+// the running max raises, and some entry can still reach it.
 template <class Team>
 FC_HOST_DEVICE MaxStep online_max_step(const Team& team, const RunningMax& prev, const OnlineTileStats& t,
                                        std::int64_t cols, RowIn s) {
   MaxStep m;
   m.prev = prev.value;
   m.next = nan_max(prev.value, t.max);
+  m.prev_error[kWorst] = prev.error[kWorst];
+  m.prev_error[kTight] = prev.error[kTight];
   m.shift[kWorst] = m.shift[kTight] = 0;
   if (!m.attended()) return m;
+  double carried[2];
+  carried_lower_ends(prev, carried);
   for (int v = 0; v < 2; ++v) {
     const double e_prev = prev.error[v];
-    const bool carried = prev.value != -infinity();
-    const double lower = carried ? larger(t.lower[v], prev.value - e_prev) : t.lower[v];
-    double shift = t.shift_at_lower[v];
-    if (!(lower == t.lower[v])) shift = t.upper[v] >= lower ? shift_at(team, cols, s, v, lower) : 0.0;
-    if (carried && prev.value + e_prev >= lower) shift = larger(shift, e_prev);
+    const double lower = larger(t.lower[v], carried[v]);
+    double shift = t.shift[v];
+    if (!(lower == t.shift_lower[v])) shift = t.upper[v] >= lower ? shift_reaching(team, cols, RowEntries{s, v}, lower) : 0.0;
+    if (prev.value != -infinity() && prev.value + e_prev >= lower) shift = larger(shift, e_prev);
     m.shift[v] = shift;
   }
   return m;
@@ -410,9 +429,8 @@ struct OnlineTileSums {
 
 // p~ with both bounds, and the max and rescale outputs (written by the leader).
 template <class Team>
-FC_HOST_DEVICE OnlineTileSums online_tile_values(const Team& team, std::int64_t cols, RowIn s, const RunningMax& prev,
-                                                 const MaxStep& m, RowOut p, RowOut max, RowOut rescale,
-                                                 const OutputTerms& k) {
+FC_HOST_DEVICE OnlineTileSums online_tile_values(const Team& team, std::int64_t cols, RowIn s, const MaxStep& m,
+                                                 RowOut p, RowOut max, RowOut rescale, const OutputTerms& k) {
   OnlineTileSums out;
   const double* x = s.value;
   const double mp = m.prev, mn = m.next;
@@ -450,7 +468,7 @@ FC_HOST_DEVICE OnlineTileSums online_tile_values(const Team& team, std::int64_t 
     const double e_max = m.shift[v];
     // r and p~ lie in [0, 1]: exp of a value minus a max at least as large.
     out.r_propagated[v] =
-        mp == -infinity() ? 0.0 : within_range(exp_growth(out.rr, mp - mn, prev.error[v] + e_max), out.rr, 0, 1);
+        mp == -infinity() ? 0.0 : within_range(exp_growth(out.rr, mp - mn, m.prev_error[v] + e_max), out.rr, 0, 1);
     double tile_propagated = 0;
     for (std::int64_t c = team.rank(); c < cols; c += team.size()) {
       if (x[c] == -infinity()) {
@@ -480,12 +498,6 @@ FC_HOST_DEVICE OnlineTileSums online_tile_values(const Team& team, std::int64_t 
   }
   return out;
 }
-
-// The running sum after a tile: 0 before the first (its errors 0: an exact input).
-struct RunningSum {
-  double value;
-  double error[2];
-};
 
 FC_HOST_DEVICE inline double online_sum_value(double prev_sum, const MaxStep& m, const OnlineTileSums& t) {
   return m.attended() ? t.rr * prev_sum + t.tile_sum : 0.0;
@@ -532,11 +544,13 @@ FC_HOST_DEVICE void online_softmax_row(const Team& team, std::int64_t cols, RowI
                                        const OutputTerms& k) {
   const RunningMax pm{*prev_max.value, {prev_max.error(kWorst), prev_max.error(kTight)}};
   const RunningSum ps{*prev_sum.value, {prev_sum.error(kWorst), prev_sum.error(kTight)}};
-  const OnlineTileStats stats = online_tile_stats(team, cols, s);
+  double carried[2];
+  carried_lower_ends(pm, carried);  // known here: the tile's shift is taken at the final lower end
+  const OnlineTileStats stats = online_tile_stats(team, cols, s, carried);
   const MaxStep m = online_max_step(team, pm, stats, cols, s);
-  const OnlineTileSums t = online_tile_values(team, cols, s, pm, m, p, max, rescale, k);
+  const OnlineTileSums t = online_tile_values(team, cols, s, m, p, max, rescale, k);
   const double l = online_sum_value(ps.value, m, t);
-  const double stagnated = m.attended() ? online_stagnation(team, cols, s, p.value, l) : 0.0;
+  const double stagnated = online_stagnation(team, cols, s, p.value, l);  // 0 for a tile attending nothing
   const RunningSum after = online_sum_step(ps, m, t, l, stagnated, k);
   if (team.leader()) {
     *sum.value = after.value;

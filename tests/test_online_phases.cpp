@@ -1,7 +1,9 @@
-// The online softmax's phases (reference/stage_math.h), run as the GPU reference runs them over a
-// stack of tiles (reference/gpu/chain_kernels.cu: each tile's phase for every tile, the running
-// max, sum and the sum's errors carried row by row), give bit for bit what online_softmax_row
-// gives tile after tile: the carries are the stored outputs of the tile before.
+// The online softmax's phases (reference/stage_math.h), run in the order the GPU reference runs
+// them over a stack of tiles (reference/gpu/chain_kernels.cu: each tile's phase for every tile,
+// the running max, sum and the sum's errors carried row by row, the tile's stats taken before
+// the running max is known), give bit for bit what online_softmax_row (the same phases, a tile
+// at a time) gives tile after tile, each tile reading the stored outputs of the tile before. It
+// checks the order and the carries; the phases' arithmetic is the reference tests' to check.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -37,7 +39,8 @@ bool same_bits(const Stack& a, const Stack& b) {
 
 }  // namespace
 
-TEST_CASE("the online softmax's phases over a stack of tiles equal the tile-by-tile chain", "[reference]") {
+TEST_CASE("the online softmax's phases run over a stack, carries row by row, equal them run tile after tile",
+          "[reference]") {
   const std::int64_t rows = 6, tiles = 40, cols = 16, items = rows * tiles;
   std::mt19937_64 rng(11);
   std::normal_distribution<double> normal(0, 3);
@@ -83,39 +86,36 @@ TEST_CASE("the online softmax's phases over a stack of tiles equal the tile-by-t
   Stack p2(items, cols), max2(items, 1), sum2(items, 1), rescale2(items, 1);
   std::vector<OnlineTileStats> stats(static_cast<std::size_t>(items));
   std::vector<MaxStep> steps(stats.size());
-  std::vector<RunningMax> before(stats.size());
   std::vector<OnlineTileSums> sums(stats.size());
-  std::vector<double> l(stats.size()), stagnated(stats.size());
-  for (std::int64_t i = 0; i < items; ++i) stats[i] = online_tile_stats(SerialTeam{}, cols, s.in(i));
+  std::vector<double> stagnated(stats.size());
+  const double unknown[2] = {-HUGE_VAL, -HUGE_VAL};
+  for (std::int64_t i = 0; i < items; ++i) stats[i] = online_tile_stats(SerialTeam{}, cols, s.in(i), unknown);
   for (std::int64_t r = 0; r < rows; ++r) {
     RunningMax carry{-HUGE_VAL, {0, 0}};
     for (std::int64_t t = 0; t < tiles; ++t) {
       const std::int64_t i = t * rows + r;
       steps[i] = online_max_step(SerialTeam{}, carry, stats[i], cols, s.in(i));
-      before[i] = carry;
       carry = steps[i].after();
     }
   }
   for (std::int64_t i = 0; i < items; ++i) {
-    sums[i] = online_tile_values(SerialTeam{}, cols, s.in(i), before[i], steps[i], p2.out(i), max2.out(i),
-                                 rescale2.out(i), k);
+    sums[i] = online_tile_values(SerialTeam{}, cols, s.in(i), steps[i], p2.out(i), max2.out(i), rescale2.out(i), k);
   }
   for (std::int64_t r = 0; r < rows; ++r) {
     double carry = 0;
     for (std::int64_t t = 0; t < tiles; ++t) {
       const std::int64_t i = t * rows + r;
-      l[i] = carry = online_sum_value(carry, steps[i], sums[i]);
+      sum2.value[i] = carry = online_sum_value(carry, steps[i], sums[i]);
     }
   }
   for (std::int64_t i = 0; i < items; ++i) {
-    stagnated[i] = steps[i].attended() ? online_stagnation(SerialTeam{}, cols, s.in(i), &p2.value[i * cols], l[i]) : 0;
+    stagnated[i] = online_stagnation(SerialTeam{}, cols, s.in(i), &p2.value[i * cols], sum2.value[i]);
   }
   for (std::int64_t r = 0; r < rows; ++r) {
     RunningSum carry{0, {0, 0}};
     for (std::int64_t t = 0; t < tiles; ++t) {
       const std::int64_t i = t * rows + r;
-      carry = online_sum_step(carry, steps[i], sums[i], l[i], stagnated[i], k);
-      sum2.value[i] = carry.value;
+      carry = online_sum_step(carry, steps[i], sums[i], sum2.value[i], stagnated[i], k);
       sum2.worst[i] = carry.error[kWorst];
       sum2.tight[i] = carry.error[kTight];
     }

@@ -71,80 +71,73 @@ __global__ void tile_stats_kernel(BoundedIn s, std::int64_t items, OnlineTileSta
   const std::int64_t i = RowTeam<TeamKind>::row(items);
   if (i < 0) return;
   const auto team = RowTeam<TeamKind>::team();
-  const OnlineTileStats t = stage_math::online_tile_stats(team, s.cols, s.row(i));
+  const double unknown[2] = {-stage_math::infinity(), -stage_math::infinity()};  // the running max comes later
+  const OnlineTileStats t = stage_math::online_tile_stats(team, s.cols, s.row(i), unknown);
   if (team.leader()) stats[i] = t;
 }
 
 // Before the first tile: max -inf and sum 0, exact.
 __global__ void max_scan_kernel(BoundedIn s, std::int64_t tiles, std::int64_t rows,
-                                const OnlineTileStats* __restrict__ stats, MaxStep* __restrict__ steps,
-                                RunningMax* __restrict__ before) {
-  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  RunningMax carry{-stage_math::infinity(), {0, 0}};
-  OnlineTileStats next = stats[r];
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t i = t * rows + r;
-    const OnlineTileStats current = next;
-    if (t + 1 < tiles) next = stats[i + rows];  // in flight while this tile's step is formed
-    const MaxStep m = stage_math::online_max_step(stage_math::SerialTeam{}, carry, current, s.cols, s.row(i));
-    steps[i] = m;
-    before[i] = carry;
-    carry = m.after();
+                                const OnlineTileStats* __restrict__ stats, MaxStep* __restrict__ steps) {
+  FC_GRID_STRIDE(r, rows) {
+    RunningMax carry{-stage_math::infinity(), {0, 0}};
+    OnlineTileStats next = stats[r];
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t i = t * rows + r;
+      const OnlineTileStats current = next;
+      if (t + 1 < tiles) next = stats[i + rows];  // in flight while this tile's step is formed
+      const MaxStep m = stage_math::online_max_step(stage_math::SerialTeam{}, carry, current, s.cols, s.row(i));
+      steps[i] = m;
+      carry = m.after();
+    }
   }
 }
 
 template <class TeamKind>
-__global__ void tile_values_kernel(BoundedIn s, std::int64_t items, const MaxStep* steps, const RunningMax* before,
-                                   BoundedOut p, BoundedOut max, BoundedOut rescale, stage_math::OutputTerms terms,
+__global__ void tile_values_kernel(BoundedIn s, std::int64_t items, const MaxStep* steps, BoundedOut p,
+                                   BoundedOut max, BoundedOut rescale, stage_math::OutputTerms terms,
                                    OnlineTileSums* sums) {
   const std::int64_t i = RowTeam<TeamKind>::row(items);
   if (i < 0) return;
   const auto team = RowTeam<TeamKind>::team();
-  const OnlineTileSums t = stage_math::online_tile_values(team, s.cols, s.row(i), before[i], steps[i], p.row(i),
-                                                          max.row(i), rescale.row(i), terms);
+  const OnlineTileSums t =
+      stage_math::online_tile_values(team, s.cols, s.row(i), steps[i], p.row(i), max.row(i), rescale.row(i), terms);
   if (team.leader()) sums[i] = t;
 }
 
+// The running sum's values, into the sum output (its bounds come last).
 __global__ void sum_scan_kernel(std::int64_t tiles, std::int64_t rows, const MaxStep* __restrict__ steps,
                                 const OnlineTileSums* __restrict__ sums, double* __restrict__ l) {
-  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  double carry = 0;
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t i = t * rows + r;
-    carry = stage_math::online_sum_value(carry, steps[i], sums[i]);
-    l[i] = carry;
+  FC_GRID_STRIDE(r, rows) {
+    double carry = 0;
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t i = t * rows + r;
+      l[i] = carry = stage_math::online_sum_value(carry, steps[i], sums[i]);
+    }
   }
 }
 
 template <class TeamKind>
-__global__ void stagnation_kernel(BoundedIn s, std::int64_t items, const MaxStep* steps, const double* l,
-                                  const double* p, double* stagnated) {
+__global__ void stagnation_kernel(BoundedIn s, std::int64_t items, const double* l, const double* p,
+                                  double* stagnated) {
   const std::int64_t i = RowTeam<TeamKind>::row(items);
   if (i < 0) return;
   const auto team = RowTeam<TeamKind>::team();
-  if (!steps[i].attended()) {
-    if (team.leader()) stagnated[i] = 0;
-    return;
-  }
   const double x = stage_math::online_stagnation(team, s.cols, s.row(i), p + i * s.cols, l[i]);
   if (team.leader()) stagnated[i] = x;
 }
 
 __global__ void sum_bounds_scan_kernel(std::int64_t tiles, std::int64_t rows, const MaxStep* __restrict__ steps,
-                                       const OnlineTileSums* __restrict__ sums, const double* __restrict__ l,
-                                       const double* __restrict__ stagnated, BoundedOut sum,
-                                       stage_math::OutputTerms terms) {
-  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  RunningSum carry{0, {0, 0}};
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t i = t * rows + r;
-    carry = stage_math::online_sum_step(carry, steps[i], sums[i], l[i], stagnated[i], terms);
-    sum.value[i] = carry.value;
-    sum.bound[i] = carry.error[stage_math::kWorst];
-    sum.tight[i] = carry.error[stage_math::kTight];
+                                       const OnlineTileSums* __restrict__ sums, const double* __restrict__ stagnated,
+                                       BoundedOut sum, stage_math::OutputTerms terms) {
+  FC_GRID_STRIDE(r, rows) {
+    RunningSum carry{0, {0, 0}};
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t i = t * rows + r;
+      carry = stage_math::online_sum_step(carry, steps[i], sums[i], sum.value[i], stagnated[i], terms);
+      sum.bound[i] = carry.error[stage_math::kWorst];
+      sum.tight[i] = carry.error[stage_math::kTight];
+    }
   }
 }
 
@@ -165,57 +158,62 @@ void online_softmax_phases(const DeviceBounded& scores, std::int64_t tiles, std:
                            const stage_math::OutputTerms& terms, cudaStream_t stream) {
   const std::int64_t items = tiles * rows;
   const unsigned item_blocks = RowTeam<TeamKind>::blocks(items);
-  const unsigned scan_blocks = static_cast<unsigned>((rows + kThreads - 1) / kThreads);
   DeviceMatrix stats = array_of<OnlineTileStats>(items, stream), steps = array_of<MaxStep>(items, stream),
-               before = array_of<RunningMax>(items, stream), sums = array_of<OnlineTileSums>(items, stream),
-               l(items, 1, stream), stagnated(items, 1, stream);
+               sums = array_of<OnlineTileSums>(items, stream), stagnated(items, 1, stream);
   tile_stats_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(in(scores), items, array_in<OnlineTileStats>(stats));
   FC_CUDA_LAUNCH();
-  max_scan_kernel<<<scan_blocks, kThreads, 0, stream>>>(in(scores), tiles, rows, array_in<OnlineTileStats>(stats),
-                                                        array_in<MaxStep>(steps), array_in<RunningMax>(before));
+  max_scan_kernel<<<element_blocks(rows), kThreads, 0, stream>>>(in(scores), tiles, rows,
+                                                                 array_in<OnlineTileStats>(stats),
+                                                                 array_in<MaxStep>(steps));
   FC_CUDA_LAUNCH();
-  tile_values_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(
-      in(scores), items, array_in<MaxStep>(steps), array_in<RunningMax>(before), out(p), out(max), out(rescale), terms,
-      array_in<OnlineTileSums>(sums));
+  tile_values_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(in(scores), items, array_in<MaxStep>(steps),
+                                                                     out(p), out(max), out(rescale), terms,
+                                                                     array_in<OnlineTileSums>(sums));
   FC_CUDA_LAUNCH();
-  sum_scan_kernel<<<scan_blocks, kThreads, 0, stream>>>(tiles, rows, array_in<MaxStep>(steps),
-                                                        array_in<OnlineTileSums>(sums), l.data());
+  sum_scan_kernel<<<element_blocks(rows), kThreads, 0, stream>>>(tiles, rows, array_in<MaxStep>(steps),
+                                                                 array_in<OnlineTileSums>(sums), sum.value.data());
   FC_CUDA_LAUNCH();
-  stagnation_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(in(scores), items, array_in<MaxStep>(steps),
-                                                                    l.data(), p.value.data(), stagnated.data());
+  stagnation_kernel<TeamKind><<<item_blocks, kThreads, 0, stream>>>(in(scores), items, sum.value.data(),
+                                                                    p.value.data(), stagnated.data());
   FC_CUDA_LAUNCH();
-  sum_bounds_scan_kernel<<<scan_blocks, kThreads, 0, stream>>>(tiles, rows, array_in<MaxStep>(steps),
-                                                               array_in<OnlineTileSums>(sums), l.data(),
-                                                               stagnated.data(), out(sum), terms);
+  sum_bounds_scan_kernel<<<element_blocks(rows), kThreads, 0, stream>>>(tiles, rows, array_in<MaxStep>(steps),
+                                                                        array_in<OnlineTileSums>(sums),
+                                                                        stagnated.data(), out(sum), terms);
   FC_CUDA_LAUNCH();
 }
 
-// The accumulator's chain a thread an element: each element's tiles in order, its value and
-// errors carried in registers, the rescale factor of its row formed again by each of its
-// threads (stage_math.h's rescale_element, as rescale_row forms it for each column).
-__global__ void accumulate_tiles_kernel(Products x, BoundedIn max, std::int64_t tiles, std::int64_t rows,
-                                        BoundedOut rescaled, BoundedOut acc, stage_math::OutputTerms rescale_terms,
-                                        stage_math::PvTerms pv_terms) {
-  const std::int64_t element = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (element >= rows * x.cols) return;
-  const std::int64_t r = element / x.cols, c = element % x.cols;
+// Each row's rescale factor of each tile (item t * rows + r), from the running max before and
+// after the tile: once a row, for the accumulator's threads of its columns.
+__global__ void rescale_factors_kernel(BoundedIn max, std::int64_t items, std::int64_t rows,
+                                       stage_math::OutputTerms terms, stage_math::RescaleFactor* factors) {
   const double initial_max = -stage_math::infinity();
-  RowIn prev_max{&initial_max, {nullptr, nullptr}};
-  double value = 0, error[2] = {0, 0};  // before the first tile: 0, exact
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t row = t * rows + r, i = row * x.cols + c;
-    const stage_math::RescaleFactor f = stage_math::rescale_factor(prev_max, max.row(row), rescale_terms);
-    double r_value = 0, r_bound[2];
-    stage_math::rescale_element(f, value, error, &r_value, r_bound, rescale_terms);
-    rescaled.value[i] = r_value;
-    rescaled.bound[i] = r_bound[stage_math::kWorst];
-    rescaled.tight[i] = r_bound[stage_math::kTight];
-    pv_element_at(x, i, r_value, r_bound[stage_math::kWorst], r_bound[stage_math::kTight], pv_terms, &value,
-                  &error[stage_math::kWorst], &error[stage_math::kTight]);
-    acc.value[i] = value;
-    acc.bound[i] = error[stage_math::kWorst];
-    acc.tight[i] = error[stage_math::kTight];
-    prev_max = max.row(row);
+  FC_GRID_STRIDE(i, items) {
+    const RowIn prev = i < rows ? RowIn{&initial_max, {nullptr, nullptr}} : max.row(i - rows);
+    factors[i] = stage_math::rescale_factor(prev, max.row(i), terms);
+  }
+}
+
+// The accumulator's chain a thread an element: each element's tiles in order, its value and
+// errors carried in registers.
+__global__ void accumulate_tiles_kernel(Products x, const stage_math::RescaleFactor* __restrict__ factors,
+                                        std::int64_t tiles, std::int64_t rows, BoundedOut rescaled, BoundedOut acc,
+                                        stage_math::OutputTerms rescale_terms, stage_math::PvTerms pv_terms) {
+  FC_GRID_STRIDE(element, rows * x.cols) {
+    const std::int64_t r = element / x.cols, c = element % x.cols;
+    double value = 0, error[2] = {0, 0};  // before the first tile: 0, exact
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t row = t * rows + r, i = row * x.cols + c;
+      double r_value = 0, r_bound[2];
+      stage_math::rescale_element(factors[row], value, error, &r_value, r_bound, rescale_terms);
+      rescaled.value[i] = r_value;
+      rescaled.bound[i] = r_bound[stage_math::kWorst];
+      rescaled.tight[i] = r_bound[stage_math::kTight];
+      pv_element_at(x, i, r_value, r_bound[stage_math::kWorst], r_bound[stage_math::kTight], pv_terms, &value,
+                    &error[stage_math::kWorst], &error[stage_math::kTight]);
+      acc.value[i] = value;
+      acc.bound[i] = error[stage_math::kWorst];
+      acc.tight[i] = error[stage_math::kTight];
+    }
   }
 }
 
@@ -248,9 +246,14 @@ void accumulate_tiles(const PvProducts& x, const DeviceBounded& max, DeviceBound
                       cudaStream_t stream) {
   const std::int64_t n = acc.value.size(), rows = x.rows_per_tile;
   if (n == 0 || rows == 0) return;
-  const std::int64_t tiles = acc.value.rows() / rows, elements = rows * acc.value.cols();
-  accumulate_tiles_kernel<<<static_cast<unsigned>((elements + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      products_of(x, n, acc.value.cols()), in(max), tiles, rows, out(rescaled), out(acc), rescale_terms, pv_terms);
+  const std::int64_t items = acc.value.rows(), tiles = items / rows;
+  DeviceMatrix factors = array_of<stage_math::RescaleFactor>(items, stream);
+  rescale_factors_kernel<<<element_blocks(items), kThreads, 0, stream>>>(
+      in(max), items, rows, rescale_terms, array_in<stage_math::RescaleFactor>(factors));
+  FC_CUDA_LAUNCH();
+  accumulate_tiles_kernel<<<element_blocks(rows * acc.value.cols()), kThreads, 0, stream>>>(
+      products_of(x, n, acc.value.cols()), array_in<stage_math::RescaleFactor>(factors), tiles, rows, out(rescaled),
+      out(acc), rescale_terms, pv_terms);
   FC_CUDA_LAUNCH();
 }
 

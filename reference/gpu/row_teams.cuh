@@ -20,8 +20,6 @@ struct WarpTeam {
   __device__ int rank() const { return lane; }
   __device__ int size() const { return 32; }
   __device__ bool leader() const { return lane == 0; }
-  // What one member wrote is seen by all (a row's outputs read as the next tile's inputs).
-  __device__ void sync() const { __syncwarp(); }
   __device__ double sum(double x) const {
     for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
     return x;
@@ -42,7 +40,6 @@ struct BlockTeam {
   __device__ int rank() const { return static_cast<int>(threadIdx.x); }
   __device__ int size() const { return static_cast<int>(blockDim.x); }
   __device__ bool leader() const { return threadIdx.x == 0; }
-  __device__ void sync() const { __syncthreads(); }
   template <class Op>
   __device__ double reduce(double x, Op op) const {
     for (int offset = 16; offset > 0; offset /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, offset));
@@ -103,10 +100,6 @@ struct BoundedOut {
   double *value, *bound, *tight;
   std::int64_t cols;
   __device__ RowOut row(std::int64_t r) const {
-    return {value + r * cols, {bound + r * cols, tight + r * cols}};
-  }
-  // Row r as the next step's input (a chain over tiles reads what it wrote).
-  __device__ RowIn in_row(std::int64_t r) const {
     return {value + r * cols, {bound + r * cols, tight + r * cols}};
   }
 };
