@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <future>
 #include <map>
 #include <mutex>
 
+#include "core/shared_once.h"
 #include "reference/attention.h"
 
 namespace fc {
@@ -39,22 +39,15 @@ class HeadKvCache {
 
  private:
   std::int64_t slot(std::int64_t b, std::int64_t kv_head) const;
-  void drop(std::int64_t at);  // under mutex_
 
   const AttentionInputs& in_;
   const Keep keep_;
-  const std::size_t budget_, head_bytes_;
+  const std::size_t head_bytes_;
   const std::uint64_t first_id_;
-  mutable std::mutex mutex_;
-  struct Kept {
-    std::shared_future<HeadKv> kv;
-    std::uint64_t serial = 0;  // which widening: a failed one drops its own entry alone
-  };
-  std::map<std::int64_t, Kept> kept_;
-  std::uint64_t serial_ = 0;
+  SharedOnce<std::int64_t, HeadKv> kept_;  // by slot
   std::atomic<std::size_t> widenings_{0};
+  std::mutex mutex_;
   std::map<std::int64_t, std::int64_t> expected_;  // takes to come, by slot
-  std::size_t bytes_ = 0;
 };
 
 }  // namespace fc

@@ -31,10 +31,12 @@ struct Uploads {
 std::vector<DeviceKv> get_at_once(DeviceKvCache& cache, std::uint64_t id, std::size_t bytes, Uploads& uploads,
                                   int threads, int* failures = nullptr) {
   std::vector<DeviceKv> got(static_cast<std::size_t>(threads));
-  std::atomic<int> failed{0};
+  std::atomic<int> failed{0}, started{0};
   std::vector<std::thread> running;
   for (int i = 0; i < threads; ++i) {
     running.emplace_back([&, i] {
+      ++started;
+      while (started < threads) std::this_thread::yield();  // all ask within the upload's 150 ms
       try {
         got[static_cast<std::size_t>(i)] = cache.get(id, bytes, [&](bool s) { return uploads(s); });
       } catch (const std::runtime_error&) {

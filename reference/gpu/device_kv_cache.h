@@ -6,13 +6,10 @@
 // synchronized), and it is freed on the stream it was allocated on, once no evaluator holds it.
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <future>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 
+#include "core/shared_once.h"
 #include "reference/gpu/device_matrix.h"
 
 namespace fc::gpu {
@@ -21,26 +18,21 @@ using DeviceKv = std::pair<std::shared_ptr<const DeviceMatrix>, std::shared_ptr<
 
 class DeviceKvCache {
  public:
-  explicit DeviceKvCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
+  explicit DeviceKvCache(std::size_t budget_bytes) : kept_(budget_bytes) {}
 
   // The copy kept under id, or upload(shared)'s, kept when the budget has room for `bytes` more
   // (nothing is dropped for it: windows judge the heads in the same order each time, so
   // dropping the oldest would never hit). upload(true) must leave its copy complete for other
   // streams; upload(false) is one block's own. Id 0: never kept.
-  DeviceKv get(std::uint64_t id, std::size_t bytes, const std::function<DeviceKv(bool shared)>& upload);
+  template <class Upload>
+  DeviceKv get(std::uint64_t id, std::size_t bytes, Upload&& upload) {
+    return kept_.get(id, bytes, id != 0, std::forward<Upload>(upload));
+  }
   // Drops every copy (before the streams they were allocated on go).
-  void clear();
+  void clear() { kept_.clear(); }
 
  private:
-  struct Kept {
-    std::shared_future<DeviceKv> kv;
-    std::uint64_t serial = 0;  // which upload: a failed one drops its own entry alone
-  };
-  const std::size_t budget_;
-  std::mutex mutex_;
-  std::map<std::uint64_t, Kept> kept_;
-  std::size_t bytes_ = 0;
-  std::uint64_t serial_ = 0;
+  SharedOnce<std::uint64_t, DeviceKv> kept_;
 };
 
 }  // namespace fc::gpu
