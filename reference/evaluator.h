@@ -112,8 +112,7 @@ class HeadEvaluator {
   void profile_into(StepProfile* profile) { profile_ = profile; }
   // A timer of one step of this evaluator's work ("parent / child" names a nested one).
   StepTimer step(std::string name) const {
-    return StepTimer(profile_, std::move(name), profile_ ? std::function<void()>([this] { finish_queued(); })
-                                                         : std::function<void()>());
+    return StepTimer(profile_, std::move(name), [this] { finish_queued(); });  // nothing without a profile
   }
 
  private:

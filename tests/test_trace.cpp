@@ -369,13 +369,14 @@ TEST_CASE("steps add up by name in the order first seen, and a moved timer times
   profile.add("a", 1);
   profile.add("b", 2);
   profile.add("a", 0.5);
+  int finished = 0;
   {
-    int finished = 0;
     StepTimer first(&profile, "c", [&] { ++finished; });
     StepTimer moved(std::move(first));
     moved.next("d");
     CHECK(finished == 2);  // at the start, and at the end of c
   }
+  CHECK(finished == 3);  // the end of d, once: the moved-from timer times nothing
   StepTimer off(nullptr, "e");
   off.next("f");
   const auto steps = profile.steps();

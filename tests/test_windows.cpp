@@ -139,10 +139,10 @@ TEST_CASE("the window traced again for attribution starts at the failing row's t
   CHECK(w.first == 4992);
   CHECK(w.rows == 1024);
   CHECK(w.holds(5000));
-  // None past the last row.
   w = attribution_window(300, 256, 128, 65536);
   CHECK(w.first == 256);
   CHECK(w.rows == 256);
+  // None past the last row.
   w = attribution_window(65536, 1024, 128, 65537);
   CHECK(w.first == 65536);
   CHECK(w.rows == 1);

@@ -84,9 +84,7 @@ MatrixR within_extent(const MatrixR& kernel, const MatrixR& reference, const Ext
   return m;
 }
 
-// Folds the per-head metrics of comparison n into r, in (b, h) order.
-// The unit of evaluation: a head whole, or a block of its rows (ascending; blocks of a head
-// in order, so that folding them in order keeps the first failure first).
+// The unit of evaluation: a head whole, or a block of its rows (ascending).
 struct RowBlock {
   std::int64_t b = 0, h = 0;
   bool whole_head = true;

@@ -13,20 +13,9 @@
 
 namespace fc {
 
-namespace {
-
-// What the GPU reference's working set needs beyond what its pools hold already (an earlier
-// window's evaluators keep theirs for the next).
 std::size_t reference_room(const Problem& problem) {
   const std::size_t working = gpu_reference_working_bytes(problem.shape.head_dim), held = gpu_reference_reserved_bytes();
   return working > held ? working - held : 0;
-}
-
-}  // namespace
-
-std::size_t device_headroom(const Problem& problem, std::size_t returned_bytes) {
-  const std::size_t reference = reference_room(problem);
-  return std::max(reference > returned_bytes ? reference - returned_bytes : 0, run_allowance());
 }
 
 std::size_t run_allowance() {
@@ -36,6 +25,14 @@ std::size_t run_allowance() {
 }
 
 namespace {
+
+// What device copies of captures leave free: the reference's room less `returned_bytes` (the
+// implementation's buffers, when they are given back before it runs), and at least room for
+// what the implementation allocates while it runs.
+std::size_t device_headroom(const Problem& problem, std::size_t returned_bytes) {
+  const std::size_t reference = reference_room(problem);
+  return std::max(reference > returned_bytes ? reference - returned_bytes : 0, run_allowance());
+}
 
 std::vector<std::string> names_of(const Workspace& workspace) {
   std::vector<std::string> names{""};

@@ -29,11 +29,9 @@ struct TraceRun {
   RowWindow window;                       // the query rows the trace build captured
 };
 
-// What device copies of captures leave free: the room the GPU reference's working set needs
-// beyond what its pools hold already, less `returned_bytes` (the implementation's buffers, when
-// they are given back before it runs), and at least room for what the implementation allocates
-// while it runs (run_allowance).
-std::size_t device_headroom(const Problem& problem, std::size_t returned_bytes);
+// What the GPU reference's working set for `problem` needs on the device beyond what its pools
+// hold already (an earlier window's evaluators keep theirs for the next).
+std::size_t reference_room(const Problem& problem);
 // What an implementation may allocate while it runs, beyond its prepared buffers: an eighth of
 // the device.
 std::size_t run_allowance();

@@ -43,14 +43,15 @@ std::int64_t window_rows_for(const Implementation& impl, const AttentionInputs& 
   std::size_t free = 0, total = 0;
   FC_CUDA(cudaMemGetInfo(&free, &total));
   const double per_row = trace_bytes_a_row(impl, p);
-  // Beside the buffers the device keeps what the GPU reference holds at once (its pools keep it
-  // from window to window) and what the implementation allocates while it runs
-  // (run_allowance). The buffers take the rest when their captures stay in them for a reference
-  // on the GPU, half of it when each is copied beside them (or to the host, for a reference on
-  // the CPU).
-  const double spare = static_cast<double>(free) - static_cast<double>(gpu_reference_working_bytes(p.shape.head_dim)) -
-                       static_cast<double>(run_allowance());
-  const bool kept = impl.captures_stay_in_buffers() && options.reference == ReferenceDevice::gpu;
+  // Beside the buffers the device keeps, for a reference on the GPU, what it holds at once
+  // beyond what its pools hold already (they keep it from window to window), and what the
+  // implementation allocates while it runs (run_allowance). The buffers take the rest when their
+  // captures stay in them for a reference on the GPU, half of it when each is copied beside them
+  // (or to the host, for a reference on the CPU).
+  const bool gpu_reference = options.reference == ReferenceDevice::gpu;
+  const double reference = gpu_reference ? static_cast<double>(reference_room(p)) : 0.0;
+  const double spare = static_cast<double>(free) - reference - static_cast<double>(run_allowance());
+  const bool kept = impl.captures_stay_in_buffers() && gpu_reference;
   // Never less than 35% of what is free (and as much again for copies), the rule before
   // 2026-11-27: what a device with little more than that working set free, or shared with other
   // processes, keeps getting.

@@ -22,16 +22,17 @@ MatrixR qk(const HeadInputs& in, std::int64_t col_begin, std::int64_t col_end, D
   const float scale = static_cast<float>(in.scale);
   const float cap = static_cast<float>(in.softcap), scale_over_cap = static_cast<float>(in.scale / in.softcap);
   MatrixR s(in.q.rows(), col_end - col_begin);
+  const MatrixR& k = in.k();
   for (Eigen::Index i = 0; i < in.q.rows(); ++i) {
     for (std::int64_t j = col_begin; j < col_end; ++j) {
       float acc = 0;
       if (tensor_core_operands) {
         TensorCoreSum sum(*tensor_core_operands);
-        for (Eigen::Index d = 0; d < in.q.cols(); ++d) sum.add(in.q(i, d), in.k()(j, d));
+        for (Eigen::Index d = 0; d < in.q.cols(); ++d) sum.add(in.q(i, d), k(j, d));
         acc = sum.result();
       } else {
         for (Eigen::Index d = 0; d < in.q.cols(); ++d) {
-          acc = std::fmaf(static_cast<float>(in.q(i, d)), static_cast<float>(in.k()(j, d)), acc);
+          acc = std::fmaf(static_cast<float>(in.q(i, d)), static_cast<float>(k(j, d)), acc);
         }
       }
       const float bias = static_cast<float>(in.bias(i, j));

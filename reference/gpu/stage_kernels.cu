@@ -156,9 +156,9 @@ class DeviceTable {
   DeviceTable(const std::vector<T>& host, cudaStream_t stream) : stream_(stream) {
     if (host.empty()) return;
     data_ = static_cast<T*>(allocate_async(host.size() * sizeof(T), stream));
+    // From pageable memory: staged before the call returns, so the host vector may go then
+    // (as widen's host sources do), with no wait for the stream.
     FC_CUDA(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-    // The host vector may go once this returns, before the copy has run.
-    FC_CUDA(cudaStreamSynchronize(stream));
   }
   ~DeviceTable() {
     if (data_) cudaFreeAsync(data_, stream_);
