@@ -176,14 +176,15 @@ __device__ __forceinline__ void record_special(const FlagSlot& slot, unsigned bi
 // parameter rather than five registers. kOn false compiles to nothing (a kernel's untraced
 // instantiation); an empty slot does nothing either: the tap runs its own pass.
 //
-// Infinities::common is for a tensor that holds infinities by design: the -inf a mask writes
-// into scores. There an atomic an element queues on the slot's one address (a causal B16 H16
-// S4096 run's scores hold 2^31 of them: a traced run took 44x its untraced time on the H100).
-// The thread counts them, and flush() adds a block's share at once: four registers more. The
-// counts are the same either way.
-enum class Infinities { rare, common };
+// NegativeInfinity::common is for a tensor that holds -inf by design: what a mask writes into
+// scores. There the two atomics an element (count, first index) queue on the slot's one address
+// (a causal B16 H16 S4096 run's scores hold 2^31 of them: a traced run took 44x its untraced
+// time on the H100). The thread counts them and keeps the first offset (below 2^32; a later
+// one goes to the slot at once), and flush() adds a block's share: two registers more. +inf
+// (an overflow) still goes to the slot at once. The counts are the same either way.
+enum class NegativeInfinity { rare, common };
 
-template <class T, bool kOn = true, Infinities kInfinities = Infinities::rare>
+template <class T, bool kOn = true, NegativeInfinity kNegativeInfinity = NegativeInfinity::rare>
 class FlagTap {
  public:
   using Format = typename flag_device::FormatOf<T>::type;
@@ -195,10 +196,10 @@ class FlagTap {
       subnormal_ += (abs - 1u) < (Format::kMinNormal - 1u);  // 0 < abs < min normal
       return;
     }
-    if constexpr (kInfinities == Infinities::common) {
-      if (abs == Format::kInf) {
-        ++(bits & Format::kSign ? neg_inf_ : pos_inf_);
-        first_inf_ = min(first_inf_, offset);
+    if constexpr (kNegativeInfinity == NegativeInfinity::common) {
+      if (bits == (Format::kInf | Format::kSign) && offset < kNoOffset) {
+        ++neg_inf_;
+        first_neg_inf_ = min(first_neg_inf_, static_cast<unsigned>(offset));
         return;
       }
     }
@@ -226,7 +227,8 @@ class FlagTap {
   }
 
   // Block-wide: a warp reduction, then one thread of the block adds the block's share to the
-  // slot (the slot is one address per field: an atomic per warp would queue on it).
+  // slot (the slot is one address per field: an atomic per warp would queue on it). Blocks of
+  // at most 1024 threads, a whole number of warps, as for flush_block.
   __device__ void flush(const FlagSlot& slot) {
     if (!kOn || slot.counts == nullptr) return;
     constexpr int kMaxWarps = 32;
@@ -240,7 +242,7 @@ class FlagTap {
       tops[thread / 32] = top;
       subnormals[thread / 32] = subnormal;
     }
-    if constexpr (kInfinities == Infinities::common) flush_infinities(slot, thread, warps);
+    if constexpr (kNegativeInfinity == NegativeInfinity::common) flush_negative_infinities(slot, thread, warps);
     __syncthreads();
     if (thread == 0) {
       unsigned block_top = 0;
@@ -261,37 +263,37 @@ class FlagTap {
   }
 
  private:
-  // The block's infinities into the slot, a warp reduction and one thread's atomics; the
-  // caller's __syncthreads() after it frees the shared arrays.
-  __device__ void flush_infinities(const FlagSlot& slot, int thread, int warps) {
+  // The block's -inf into the slot, a warp reduction and one thread's atomics; the caller's
+  // __syncthreads() after it frees the shared arrays.
+  __device__ void flush_negative_infinities(const FlagSlot& slot, int thread, int warps) {
     constexpr int kMaxWarps = 32;
-    __shared__ flag_device::u64 negs[kMaxWarps], poss[kMaxWarps], firsts[kMaxWarps];
-    const flag_device::u64 neg = flag_device::warp_sum(neg_inf_), pos = flag_device::warp_sum(pos_inf_);
-    const flag_device::u64 first = flag_device::warp_min(first_inf_);
+    __shared__ flag_device::u64 counts[kMaxWarps];
+    __shared__ unsigned firsts[kMaxWarps];
+    const flag_device::u64 count = flag_device::warp_sum(neg_inf_);
+    const unsigned first = static_cast<unsigned>(flag_device::warp_min(first_neg_inf_));
     if (thread % 32 == 0) {
-      negs[thread / 32] = neg;
-      poss[thread / 32] = pos;
+      counts[thread / 32] = count;
       firsts[thread / 32] = first;
     }
     __syncthreads();
     if (thread != 0) return;
-    flag_device::u64 block_neg = 0, block_pos = 0, block_first = kNoIndex;
+    flag_device::u64 block_count = 0;
+    unsigned block_first = kNoOffset;
     for (int w = 0; w < warps; ++w) {
-      block_neg += negs[w];
-      block_pos += poss[w];
+      block_count += counts[w];
       block_first = min(block_first, firsts[w]);
     }
-    if (block_neg) atomicAdd(&slot.counts->neg_inf, block_neg);
-    if (block_pos) atomicAdd(&slot.counts->pos_inf, block_pos);
-    if (block_first != kNoIndex) atomicMin(&slot.counts->first_inf, slot.index_base + block_first);
+    if (block_count) atomicAdd(&slot.counts->neg_inf, block_count);
+    if (block_first != kNoOffset) atomicMin(&slot.counts->first_inf, slot.index_base + block_first);
   }
 
+  static constexpr unsigned kNoOffset = ~0u;
   unsigned max_abs_ = 0;  // format bits
   unsigned subnormal_ = 0;
-  // Infinities::common only (unused, and so compiled away, otherwise). Per thread: a thread
-  // visits far fewer than 2^32 elements of one capture.
-  unsigned neg_inf_ = 0, pos_inf_ = 0;
-  unsigned long long first_inf_ = kNoIndex;  // offset in the view, before the slot's base
+  // NegativeInfinity::common only (unused, and so compiled away, otherwise). Per thread: a
+  // thread visits far fewer than 2^32 elements of one capture.
+  unsigned neg_inf_ = 0;
+  unsigned first_neg_inf_ = kNoOffset;  // offset in the view, before the slot's base
 };
 
 }  // namespace fc

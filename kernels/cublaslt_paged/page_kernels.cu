@@ -42,13 +42,13 @@ __device__ __forceinline__ float exp_origin(float top, SoftmaxOptions o) {
 }
 
 // Blocks an SM of the kernels below, as their launch bounds promise (the registers capped to
-// fit them): flagged or not, and the page row's elements per lane. The online softmax fits
-// without spills. The whole-row softmax's flagged instantiation spills 48 to 180 bytes
-// (-Xptxas -v), and cublaslt-splitk's traced run is still 1.01-1.02x its untraced one (H100).
-// Six flagged blocks measured better than five for cublaslt-paged on the H100 (traced/untraced
-// 1.13 and 1.15 at B16 H16 S4096 D64), and a row loaded ahead at five blocks worse again on an
-// H200 (1.38 against 1.28): the flagged online softmax runs at 68% of the warps and 1.43x the
-// time of the other (ncu), and the cost of its taps' registers is that occupancy.
+// fit them): flagged or not, and the page row's elements per lane. Flagged, some registers
+// spill (-Xptxas -v: the online softmax 36 bytes at four elements a lane, the whole-row
+// softmax up to 124), which measured cheaper than a block fewer: cublaslt-paged traced at
+// B16 H16 S4096 D64 was 1.13x its untraced run with six blocks and 1.15x with five (H100), and
+// with a row loaded ahead at five blocks 1.38x against 1.28x (H200). The flagged online softmax
+// runs at 68% of the warps and 1.43x the time of the other (ncu, H100): that occupancy is the
+// traced run's overhead.
 constexpr int blocks_per_sm(bool flagged, int per_lane = 1) { return flagged ? (per_lane > 4 ? 4 : 6) : 8; }
 
 // The row loops below are grid-stride (a bounded grid), so that the flags each block folds in
@@ -56,8 +56,8 @@ constexpr int blocks_per_sm(bool flagged, int per_lane = 1) { return flagged ? (
 __device__ __forceinline__ long long row_stride() { return static_cast<long long>(gridDim.x) * kRowsPerBlock; }
 
 // kFlagged: the instantiation that folds flags in; the other has no flag code at all. The
-// launch bounds keep either at 6 (flagged) or 8 (not) blocks an SM: these kernels are memory
-// bound and need every warp in flight.
+// launch bounds keep either at 6 (flagged; 4 with more than four elements a lane) or 8 (not)
+// blocks an SM: these kernels are memory bound and need every warp in flight.
 // A page row lives in registers: lane l holds columns l, l + 32, .., l + 32 (kPerLane - 1),
 // loaded together (one pass over memory, kPerLane loads in flight per lane).
 template <class S, class T, bool kFlagged, int kPerLane>
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock, blocks_per_sm(kFlagged, kP
     online_softmax_kernel(const S* scores, float scale, long long rows, int cols, bool first, float* row_max,
                           float* row_sum, float* factor, T* p_tilde, SoftmaxOptions o, Rescale rescale,
                           OnlineSoftmaxFlags flags) {
-  FlagTap<S, kFlagged, Infinities::common> scores_flags;  // a mask's -inf
+  FlagTap<S, kFlagged, NegativeInfinity::common> scores_flags;  // a mask's -inf
   FlagTap<T, kFlagged> p_flags;
   FlagTap<float, kFlagged> max_flags, sum_flags;
   FlagTap<float, kFlagged> before_flags, after_flags;
@@ -139,7 +139,7 @@ template <class S, class T, bool kFlagged, int kN>
 __global__ void __launch_bounds__(32 * kRowsPerBlock, blocks_per_sm(kFlagged))
     row_softmax_kernel(const S* scores, float scale, long long rows, int cols, float* row_max, float* row_sum,
                        T* probs, SoftmaxOptions o, RowSoftmaxFlags flags) {
-  FlagTap<S, kFlagged, Infinities::common> scores_flags;  // a mask's -inf
+  FlagTap<S, kFlagged, NegativeInfinity::common> scores_flags;  // a mask's -inf
   FlagTap<T, kFlagged> probs_flags;
   FlagTap<float, kFlagged> max_flags, sum_flags;
   constexpr int kUnroll = kN > 1 ? (kFlagged ? 1 : 2) : 4;  // accesses in flight per lane, within the registers

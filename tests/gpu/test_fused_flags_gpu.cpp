@@ -81,11 +81,15 @@ TEST_CASE("flags folded into the softmax and normalize kernels equal the standal
   for (const Config& config : configs) {
     std::vector<std::string> faults{""};
     for (const std::string& f : make(config.impl)->faults()) faults.push_back(f);
-    for (const char* mask : {"none", "padding=40,300", "causal-br"}) {
+    // padding=300,40: the first -inf only in the second batch, a later group of K/V heads than
+    // the first, so that a slot's first index needs the group's base row.
+    for (const std::string mask : {"none", "padding=40,300", "padding=300,40", "causal-br"}) {
+      const bool two_batches = config.shape.batch == 2;
+      if (!two_batches && mask == "padding=300,40") continue;
       CaseSpec spec;
       spec.shape = config.shape;
       spec.dtype = config.dtype;
-      spec.mask = config.shape.batch == 2 ? mask : (std::string(mask) == "padding=40,300" ? "padding=40" : mask);
+      spec.mask = two_batches || mask != "padding=40,300" ? mask : "padding=40";
       spec.seed = 5;
       const AttentionInputs in = generate_inputs(spec);
       const DeviceInputs device(in, nullptr);
