@@ -204,6 +204,9 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--trace --impl cpu-emulated --shape 1,2,16,64 --mask window=-2,0", "window left: '-2' is not an integer >= -1"},
       {"--trace --impl cpu-emulated --shape 1,2,16,64 --mask softcap=0", "softcap must be positive"},
       {"--trace --impl cpu-emulated --shape 2,2,16,64 --mask varlen=4:4", "varlen gives 1 sequences for batch 2"},
+      // Options whose values are read while the command line is parsed.
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows -1", "--rows '-1': expected all"},
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows 3,x", "--rows '3,x': expected all"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };

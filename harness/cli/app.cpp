@@ -329,6 +329,9 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "flashcore-check: " << e.what() << " (see --help)\n";
     return kExitUsage;
+  } catch (const Error& e) {  // an option read as it is parsed (--rows)
+    std::cerr << "flashcore-check: " << e.what() << "\n";
+    return kExitUsage;
   }
 
   // Options before a subcommand's name belong to --trace: with a subcommand they would be
