@@ -16,6 +16,7 @@
 #include "core/rng.h"
 #include "harness/io/case_file.h"
 #include "harness/io/h5_file.h"
+#include "harness/io/npz.h"
 #include "harness/io/text_output.h"
 #include "support/file_mutations.h"
 
@@ -249,6 +250,38 @@ TEST_CASE("a writer that fails or throws leaves nothing behind, a committed one 
   write_text_file(report, [](std::ostream& out) { out << "{}\n"; });
   CHECK(entries() == 1);
   CHECK(fs::file_size(report) == 3);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a command stopped by a signal while it writes leaves no temporary file", "[bad-input]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fc_signal_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // A report whose reference takes seconds to write (S 2048), so that the signal finds its
+  // staged file open.
+  const HostTensor x(DType::f16, {1, 1, 2048, 64});
+  write_npz((dir / "report.npz").string(), {{"q", x}, {"k", x}, {"v", x}});
+  const fs::path out = dir / "ref.h5";
+  // SIGTERM: a background job of a shell script ignores SIGINT.
+  const std::string script = "cd " + dir.string() + " || exit 1; " + std::string(FC_CLI_PATH) +
+                             " reference report.npz --out ref.h5 >/dev/null 2>&1 & pid=$!; found=0; "
+                             "for i in $(seq 1000); do if ls ref.h5.tmp-* >/dev/null 2>&1; then found=1; break; fi; "
+                             "sleep 0.01; done; kill -TERM $pid; wait $pid; echo \"$found $?\" > " +
+                             (dir / "status").string();
+  REQUIRE(std::system(("sh -c '" + script + "'").c_str()) == 0);
+  std::ifstream status(dir / "status");
+  int found = 0, exit_status = 0;
+  status >> found >> exit_status;
+  CHECK(found == 1);               // the staged file existed when the signal came
+  CHECK(exit_status == 128 + 15);  // and the command died of it
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("ref.h5", 0) == 0) left.push_back(name);
+  }
+  INFO("left behind: " << left.size());
+  CHECK(left.empty());
   fs::remove_all(dir);
 }
 

@@ -1,6 +1,7 @@
 #include "harness/io/staged_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,10 +9,70 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "core/error.h"
 
 namespace fc {
+namespace {
+
+// The live temporary files, for the signal handler: a fixed table it can read without
+// allocating. A slot is free (0), being filled (1) or live (2); the handler removes the live
+// ones (unlink is async-signal-safe). A file past the table's size is still removed by its
+// owner, only not on a signal.
+constexpr int kSlots = 64;
+struct Slot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+Slot g_slots[kSlots];
+
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
+
+void remove_live_files(int sig) {
+  for (Slot& slot : g_slots) {
+    if (slot.state.load() == 2) ::unlink(slot.path);
+  }
+  for (std::size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+    if (kSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  }
+  ::raise(sig);  // what the signal would have done without us (it is blocked until we return)
+}
+
+// Once: a handler for each of the signals that would otherwise end the process; one that is
+// ignored (a background job's SIGINT) or handled by someone else is left as it is.
+void install_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (std::size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+      if (::sigaction(kSignals[i], nullptr, &g_previous[i]) != 0 || g_previous[i].sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = remove_live_files;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(kSignals[i], &action, nullptr);
+    }
+  });
+}
+
+int track(const std::string& temp_path) {
+  if (temp_path.size() >= sizeof(Slot::path)) return -1;
+  install_handlers();
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = 0;
+    if (!g_slots[i].state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(g_slots[i].path, temp_path.c_str(), temp_path.size() + 1);
+    g_slots[i].state.store(2);
+    return i;
+  }
+  return -1;
+}
+
+void untrack(int slot) {
+  if (slot >= 0) g_slots[slot].state.store(0);
+}
+
+}  // namespace
 
 StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw Error("cannot write a file to an empty path");
@@ -20,10 +81,12 @@ StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
   const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw file_error(path_, std::string("cannot write (") + std::strerror(errno) + ")");
   ::close(fd);
+  slot_ = track(temp_path_);
 }
 
 StagedFile::~StagedFile() {
   if (!committed_) std::remove(temp_path_.c_str());
+  untrack(slot_);
 }
 
 void StagedFile::commit() {
@@ -35,6 +98,8 @@ void StagedFile::commit() {
     throw file_error(path_, "cannot write (sync of " + temp_path_ + ": " + std::strerror(error) + ")");
   }
   ::close(fd);
+  untrack(slot_);  // a signal from here on leaves the finished file, under one name or the other
+  slot_ = -1;
   if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     throw file_error(path_, "cannot write (rename from " + temp_path_ + ": " + std::strerror(errno) + ")");
   }

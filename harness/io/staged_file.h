@@ -2,7 +2,9 @@
 // An output file written whole or not at all: staged under a temporary name beside its path
 // ("PATH.tmp-PID-N") and put in place by commit() (data synced to disk, then renamed). If
 // the owner is destroyed before commit() (a failed write, an exception), the temporary file
-// is removed, so a half-written file never exists under PATH.
+// is removed, so a half-written file never exists under PATH. A process stopped by SIGINT,
+// SIGTERM or SIGHUP (where they were not ignored) removes its live temporary files on the way
+// out too, then dies of the signal as it would have.
 #include <string>
 
 namespace fc {
@@ -26,6 +28,7 @@ class StagedFile {
  private:
   std::string path_, temp_path_;
   bool committed_ = false;
+  int slot_ = -1;  // its entry in the table of files a signal removes (-1: none)
 };
 
 // Refuses, before any work, a path no file could be written to: the fc::Error writing it
