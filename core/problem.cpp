@@ -1,5 +1,7 @@
 #include "core/problem.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -117,6 +119,18 @@ void validate_problem(const Problem& p, const std::string& origin) {
   }
   if (p.dtype != DType::f16 && p.dtype != DType::bf16 && p.dtype != DType::f32) {
     fail(std::string("inputs must be fp16, bf16 or fp32, got ") + dtype_name(p.dtype));
+  }
+  // Q, K, V and the output alone, before any reference or capture: a case that cannot fit the
+  // machine is refused here, in one line, rather than as a failed allocation somewhere later.
+  const double tensor_bytes = (2.0 * static_cast<double>(s.batch) * s.heads * s.q_len +
+                               2.0 * static_cast<double>(s.batch) * s.kv_head_count() * s.kv_len) *
+                              static_cast<double>(s.head_dim) * static_cast<double>(dtype_size(p.dtype));
+  const double host_bytes = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (host_bytes > 0 && tensor_bytes > host_bytes) {
+    char text[160];
+    std::snprintf(text, sizeof text, "its q, k, v and output need %.1f GiB of host memory; this machine has %.1f GiB",
+                  tensor_bytes / (1 << 30), host_bytes / (1 << 30));
+    fail(text);
   }
   if (!(p.scale > 0) || !std::isfinite(p.scale)) {
     fail("scale must be a positive finite number, got " + std::to_string(p.scale));

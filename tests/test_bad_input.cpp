@@ -208,6 +208,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       // Options whose values are read while the command line is parsed.
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows -1", "--rows '-1': expected all"},
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows 3,x", "--rows '3,x': expected all"},
+      {"--trace --impl cpu-emulated --shape 99999999,1,16,64", "GiB of host memory; this machine has"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };
