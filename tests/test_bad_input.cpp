@@ -192,6 +192,9 @@ namespace fc {
 
 TEST_CASE("unknown names and options out of place are one line and exit 2, never an empty run", "[bad-input]") {
   Workspace w;
+  const std::string kCapture = std::string(FC_TEST_DATA_DIR) + "/cudnn_masked_rows.npz";
+  const std::string kReport = (w.dir / "report.npz").string(), kTwice = (w.dir / "twice.out").string();
+  fs::copy_file(std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz", kReport);
   std::vector<std::pair<std::string, std::string>> cases = {
       {"faults --fault typo", "--fault 'typo': unknown fault"},
       {"faults --impl nosuch", "--impl 'nosuch': unknown implementation"},
@@ -209,6 +212,12 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows -1", "--rows '-1': expected all"},
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows 3,x", "--rows '3,x': expected all"},
       {"--trace --impl cpu-emulated --shape 99999999,1,16,64", "GiB of host memory; this machine has"},
+      // Output paths no output may take: a device (renamed over as root, /dev/null would be
+      // replaced), the command's own input, one path for two outputs, an empty one.
+      {"reference " + kReport + " --out /dev/null", "/dev/null: cannot write: it exists and is not a regular file"},
+      {"reference " + kReport + " --out " + kReport, "cannot write: it is an input of this command"},
+      {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
+      {"check " + kCapture + " --json ''", "--json: an empty value"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };
@@ -222,6 +231,9 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
     REQUIRE(o.stderr_lines.size() == 1);
     CHECK(o.stderr_lines[0].find(message) != std::string::npos);
   }
+  CHECK(fs::is_character_file("/dev/null"));
+  CHECK(fs::file_size(kReport) == fs::file_size(std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz"));
+  CHECK_FALSE(fs::exists(kTwice));
 }
 
 }  // namespace fc
@@ -252,6 +264,30 @@ TEST_CASE("a writer that fails or throws leaves nothing behind, a committed one 
   CHECK(entries() == 1);
   CHECK(fs::file_size(report) == 3);
   fs::remove_all(dir);
+}
+
+TEST_CASE("a write the file system has no room for is one line and exit 2, not a crash", "[bad-input]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fc_full_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // A 64 KiB file system: HDF5 corrupted its heap when a write ran out of room (a segfault).
+  if (std::system(("mount -t tmpfs -o size=64k tmpfs " + dir.string() + " 2>/dev/null").c_str()) != 0) {
+    WARN("skipped: cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)");
+    fs::remove_all(dir);
+    return;
+  }
+  const Outcome o = run("reference " + std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz --out " +
+                            (dir / "ref.h5").string(),
+                        dir);
+  bool left = false;  // of ref.h5 or its temporary file (run() keeps its stderr.txt there)
+  for (const auto& entry : fs::directory_iterator(dir)) left = left || entry.path().filename().string().rfind("ref.h5", 0) == 0;
+  std::system(("umount " + dir.string()).c_str());
+  fs::remove_all(dir);
+  CHECK_FALSE(o.crashed);
+  CHECK(o.exit_code == 2);
+  REQUIRE(o.stderr_lines.size() == 1);
+  CHECK(o.stderr_lines[0].find("free on its file system") != std::string::npos);
+  CHECK_FALSE(left);
 }
 
 TEST_CASE("a command stopped by a signal while it writes leaves no temporary file", "[bad-input]") {

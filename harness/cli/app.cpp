@@ -1,5 +1,6 @@
 #include "harness/cli/app.h"
 
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/watchdog.h"
+#include "harness/io/staged_file.h"
 #include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
 #include "harness/inputs.h"
@@ -137,6 +139,7 @@ void add_bound_option(CLI::App& app, JudgeOptions& judge) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  guard_input_files();  // no output of a command is written over a file it read
   CLI::App app{
       "flashcore-check: runs attention implementations stage by stage, checks every stage for NaN/Inf on the "
       "device, compares it with an FP64 reference under a derived error bound, and names where and why the "
@@ -332,6 +335,19 @@ int run_cli(int argc, char** argv) {
   } catch (const Error& e) {  // an option read as it is parsed (--rows)
     std::cerr << "flashcore-check: " << e.what() << "\n";
     return kExitUsage;
+  }
+
+  // An option given an empty value (`--json ''`, `--mask ''`) would read as one not given.
+  std::vector<const CLI::App*> parsed{&app};
+  for (const CLI::App* command : app.get_subcommands()) parsed.push_back(command);
+  for (const CLI::App* command : parsed) {
+    for (const CLI::Option* option : command->get_options()) {
+      const std::vector<std::string>& values = option->results();
+      if (option->count() > 0 && std::find(values.begin(), values.end(), "") != values.end()) {
+        std::cerr << "flashcore-check: " << option->get_name() << ": an empty value\n";
+        return kExitUsage;
+      }
+    }
   }
 
   // Options before a subcommand's name belong to --trace: with a subcommand they would be

@@ -1,7 +1,9 @@
 #include "harness/io/h5_file.h"
+#include "harness/io/staged_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -336,6 +338,19 @@ void H5Writer::fail(const std::string& object, const std::string& what) const {
   throw file_error(staged_.path(), object.empty() ? what : object + ": " + what);
 }
 
+void H5Writer::require_space(const std::string& object, std::size_t bytes) const {
+  struct statvfs fs {};
+  if (::statvfs(staged_.temp_path().c_str(), &fs) != 0) return;  // unknown: the write itself will tell
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  constexpr double kMetadataBytes = 1 << 20;
+  if (free_bytes < static_cast<double>(bytes) + kMetadataBytes) {
+    char text[160];
+    std::snprintf(text, sizeof text, "cannot write: %.1f MiB to write, %.1f MiB free on its file system",
+                  static_cast<double>(bytes) / (1 << 20), free_bytes / (1 << 20));
+    fail(object, text);
+  }
+}
+
 void H5Writer::require_open(const std::string& object) const {
   if (staged_.committed() || !file_) fail(object, "cannot write (the file was already committed)");
 }
@@ -424,6 +439,7 @@ void H5Writer::write_block(const std::string& dataset_path, const Dims& offset, 
       fail(dataset_path, "block " + dims_string(block.dims()) + " at " + dims_string(offset) + " lies outside the dataset");
     }
   }
+  require_space(dataset_path, block.nbytes());
   if (H5Dwrite(dataset.get(), memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, block.data()) < 0) {
     fail(dataset_path, "cannot write data");
   }
@@ -667,6 +683,7 @@ H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
   if (is_hdf5 < 0) fail("", "cannot open (truncated or damaged)");
   file_ = H5Handle(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Kind::file);
   if (!file_) fail("", "cannot open (truncated or damaged)");
+  note_input_file(path_);
 }
 
 void H5Reader::fail(const std::string& object, const std::string& what) const {

@@ -105,6 +105,10 @@ class H5Writer {
 
  private:
   [[noreturn]] void fail(const std::string& object, const std::string& what) const;
+  // A block's bytes and some metadata must fit the file system's free space: HDF5 corrupts
+  // its heap when a write fails for want of room (a segfault at the next close, seen on a
+  // full tmpfs), so such a write is refused before it starts.
+  void require_space(const std::string& object, std::size_t bytes) const;
   void require_open(const std::string& object) const;
   H5Handle open_object(const std::string& object_path) const;
   // Replaces attribute `name` of the object by one of file_type over `space`, written

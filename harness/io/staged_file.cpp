@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -72,10 +74,48 @@ void untrack(int slot) {
   if (slot >= 0) g_slots[slot].state.store(0);
 }
 
+// The files this process reads (kept once a command turns it on: a library user or a test
+// may well rewrite what it read), and the paths its command said it will write.
+std::mutex g_paths_mutex;
+bool g_keep_inputs = false;
+std::vector<std::string> g_inputs, g_claimed_outputs;
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// What no output may be written over: a device, a fifo or another file that is not a regular
+// one (renaming onto /dev/full as root would replace the device), or a file this process
+// reads (the output would replace what it was made from).
+void refuse_unsafe_target(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw file_error(path, "cannot write: it is a folder");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw file_error(path, "cannot write: it exists and is not a regular file");
+  }
+  const std::lock_guard<std::mutex> lock(g_paths_mutex);
+  for (const std::string& input : g_inputs) {
+    if (same_file(path, input)) throw file_error(path, "cannot write: it is an input of this command");
+  }
+}
+
 }  // namespace
+
+void guard_input_files() {
+  const std::lock_guard<std::mutex> lock(g_paths_mutex);
+  g_keep_inputs = true;
+}
+
+void note_input_file(const std::string& path) {
+  const std::lock_guard<std::mutex> lock(g_paths_mutex);
+  if (g_keep_inputs) g_inputs.push_back(path);
+}
 
 StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw Error("cannot write a file to an empty path");
+  refuse_unsafe_target(path_);
   static std::atomic<unsigned> counter{0};
   temp_path_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -107,9 +147,14 @@ void StagedFile::commit() {
 }
 
 void check_output_path(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw file_error(path, "cannot write: it is a folder");
+  if (path.empty()) throw Error("an output path is empty");
   StagedFile probe(path);  // removed again on the way out
+  const std::lock_guard<std::mutex> lock(g_paths_mutex);
+  const std::string absolute = std::filesystem::weakly_canonical(path).string();
+  for (const std::string& claimed : g_claimed_outputs) {
+    if (claimed == absolute) throw file_error(path, "cannot write: named as an output twice");
+  }
+  g_claimed_outputs.push_back(absolute);
 }
 
 }  // namespace fc

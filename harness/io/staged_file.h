@@ -12,7 +12,8 @@ namespace fc {
 class StagedFile {
  public:
   // Creates the (empty) temporary file; an fc::Error naming `path` with the OS's reason if
-  // it cannot.
+  // it cannot, or if `path` is a folder, exists and is not a regular file, or is a guarded
+  // input.
   explicit StagedFile(std::string path);
   ~StagedFile();
   StagedFile(const StagedFile&) = delete;
@@ -32,8 +33,14 @@ class StagedFile {
 };
 
 // Refuses, before any work, a path no file could be written to: the fc::Error writing it
-// would give at the end (its folder missing or read-only, the path a folder). Creates and
-// removes the temporary file a writer would.
+// would give at the end (its folder missing or read-only, the path a folder, a device or an
+// input of this process), an empty path, or one an earlier call of this process named (two
+// outputs of one command on one path). Creates and removes the temporary file a writer would.
 void check_output_path(const std::string& path);
+
+// A file this process reads (the readers note theirs): once guard_input_files() was called
+// (the command line does, first), no StagedFile is written over it.
+void note_input_file(const std::string& path);
+void guard_input_files();
 
 }  // namespace fc

@@ -160,6 +160,7 @@ ZipReader::ZipReader(const std::string& path, std::string kind) : state_(std::ma
   int code = 0;
   state_->archive.reset(zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
   if (!state_->archive) fail_open(path, state_->kind, code);
+  note_input_file(path);
 }
 
 ZipReader::~ZipReader() = default;
