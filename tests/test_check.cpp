@@ -269,9 +269,12 @@ TEST_CASE("check on the command line: exit 0, 1 and 2, pairs of files, folders j
   CHECK(o.exit_code == 0);
   CHECK(o.out.find("from " + (dir.path / "inputs.npz").string()) != std::string::npos);
 
-  const fs::path json = dir.path / "check.json";
-  o = cli("check " + (dir.path / "many").string() + " --json " + json.string(), dir.path);
+  const fs::path json = dir.path / "check.json", html = dir.path / "check.html";
+  o = cli("check " + (dir.path / "many").string() + " --json " + json.string() + " --html " + html.string(), dir.path);
   CHECK(o.exit_code == 1);
+  std::ifstream page(html);
+  const std::string page_text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  CHECK(page_text.find((dir.path / "many" / "b.npz").string()) != std::string::npos);
   CHECK(o.out.find("3 captures: 2 pass, 1 diverged, 0 error") != std::string::npos);
   const std::size_t first = o.out.find("a.npz"), second = o.out.find("b.npz"), third = o.out.find("c.npz");
   CHECK((first < second && second < third && third != std::string::npos));

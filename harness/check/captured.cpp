@@ -167,7 +167,7 @@ std::unique_ptr<Implementation> make_captured_implementation(const AttentionInpu
   }
   bool any = false;
   for (const std::string& name : capture_output_names()) any = any || g.find(name);
-  if (!any) throw file_error(path, "nothing to check: no 'out', 'lse' or intermediate (capture_file.h)");
+  if (!any) throw file_error(path, "nothing to check: no 'out', 'lse' or stage intermediate (docs/check.md lists the names)");
 
   // The arithmetic: declared, or read off the stored tensors.
   const HostTensor* out_t = g.find("out");

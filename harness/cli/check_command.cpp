@@ -117,6 +117,12 @@ int run_check(const CheckCommand& command) {
   std::cout << units.size() << (units.size() == 1 ? " capture: " : " captures: ") << counts[0] << " pass, " << counts[1]
             << " diverged, " << counts[2] << " error\n";
   write_report_files(command.reports, command.command_line, results, "check");
+  // The captures' runs are not kept (a capture can be large): each case's table and pinpoint.
+  HtmlReportBuilder html = html_report(command.reports, "check", command.command_line);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    html.add_result(results[i], units[i].outputs.empty() ? "" : "outputs from " + units[i].outputs);
+  }
+  html.write();
   return counts[1] + counts[2] > 0 ? kExitDiverged : kExitPass;
 }
 
