@@ -134,6 +134,11 @@ TEST_CASE("bad reports give one line naming the file and the problem", "[report]
   write(arrays);
   CHECK(error_of(path).find("single number") != std::string::npos);
 
+  arrays = report_arrays();
+  arrays["is_causal"] = scalar(DType::f32, 0.5);  // not a flag: refused, not read as causal
+  write(arrays);
+  CHECK(error_of(path).find("'is_causal' must be a bool (or 0 or 1), got 0.5") != std::string::npos);
+
   std::ofstream(path) << "q,k,v\n1,2,3\n";
   CHECK(error_of(path).find("not a .npz archive") != std::string::npos);
   std::remove(path.c_str());

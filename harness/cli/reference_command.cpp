@@ -13,6 +13,13 @@ int run_reference(const ReferenceCommand& command) {
   if (command.page_width < 0 || command.splits < 0) throw Error("--page-width and --splits must be positive");
   check_output_path(command.out);
   const LoadedCase c = load_case(command.input);
+  // A split or page holds at least one key: more of them than keys is no split-KV anyone runs,
+  // and each split costs a head's output again (so a large count ran for hours).
+  const std::int64_t keys = c.inputs.problem.shape.kv_len;
+  if (command.splits > keys) {
+    throw Error("--splits " + std::to_string(command.splits) + ": more splits than the report's " + std::to_string(keys) +
+                " keys");
+  }
   const ReferenceOptions options{command.page_width, command.splits};
   H5Writer out(command.out);
   write_header(out, "reference", command.command_line, c.description, c.inputs);

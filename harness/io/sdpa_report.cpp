@@ -255,7 +255,11 @@ AttentionInputs read_sdpa_report(const std::string& path) {
   }
 
   if (const NpyArray* a = find(arrays, "is_causal")) {
-    if (read_scalar(path, *a, "is_causal") != 0) p.mask.causal = Causal::top_left;
+    const double causal = read_scalar(path, *a, "is_causal");
+    if (causal != 0 && causal != 1) {
+      throw file_error(path, "'is_causal' must be a bool (or 0 or 1), got " + std::to_string(causal));
+    }
+    if (causal == 1) p.mask.causal = Causal::top_left;
   }
   if (const NpyArray* a = find(arrays, "softcap")) {
     p.softcap = read_scalar(path, *a, "softcap");
