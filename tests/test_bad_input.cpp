@@ -212,6 +212,9 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows -1", "--rows '-1': expected all"},
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --rows 3,x", "--rows '3,x': expected all"},
       {"--trace --impl cpu-emulated --shape 99999999,1,16,64", "GiB of host memory; this machine has"},
+      // A case or a row refused before the no-device banner: still one line, with no --impl.
+      {"--trace --shape 1,1,16,64 --rows 3,99", "--rows: row 99 is past the case's 16"},
+      {"--trace --shape 1,1,16,64 --mask padding=99", "key padding length 99 outside [0, 16]"},
       // Output paths no output may take: a device (renamed over as root, /dev/null would be
       // replaced), the command's own input, one path for two outputs, an empty one.
       {"reference " + kReport + " --out /dev/null", "/dev/null: cannot write: it exists and is not a regular file"},

@@ -8,8 +8,10 @@
 #include "core/error.h"
 #include "harness/cli/commands.h"
 #include "harness/io/snapshot.h"
+#include "harness/inputs.h"
 #include "harness/io/staged_file.h"
 #include "harness/trace/judge.h"
+#include "harness/trace/row_sample.h"
 #include "kernels/common/device_inputs.h"
 #include "reference/self_check.h"
 #include "reports/descriptors.h"
@@ -115,6 +117,10 @@ int run_trace(const TraceCommand& command) {
   std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
   if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
   check_report_files(command.reports);
+  for (const CaseSpec& spec : cases) {  // each case's problem and rows, before the banner
+    make_problem(spec);
+    check_rows(command.judge.rows, spec.shape.q_len);
+  }
   const DeviceInfo device = device_info();
   if (!device.available) {
     for (const auto& impl : impls) {

@@ -57,6 +57,13 @@ RowSpec parse_rows(const std::string& text) {
   return spec;
 }
 
+void check_rows(const RowSpec& spec, std::int64_t q_len) {
+  if (spec.kind != RowSpec::Kind::list) return;
+  for (std::int64_t r : spec.rows) {
+    if (r >= q_len) throw Error("--rows: row " + std::to_string(r) + " is past the case's " + std::to_string(q_len));
+  }
+}
+
 RowSample sample_rows(const Problem& p, const StageGraph& g, const RowSpec& spec) {
   const Shape& s = p.shape;
   const std::int64_t heads = s.batch * s.heads;
@@ -70,9 +77,7 @@ RowSample sample_rows(const Problem& p, const StageGraph& g, const RowSpec& spec
   out.all = false;
   out.per_head.assign(static_cast<std::size_t>(heads), {});
   if (spec.kind == RowSpec::Kind::list) {
-    for (std::int64_t r : spec.rows) {
-      if (r >= s.q_len) throw Error("--rows: row " + std::to_string(r) + " is past the case's " + std::to_string(s.q_len));
-    }
+    check_rows(spec, s.q_len);
     std::vector<std::int64_t> rows = spec.rows;
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());

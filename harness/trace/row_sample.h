@@ -32,6 +32,9 @@ struct RowSample {
   std::int64_t judged = 0, total = 0;             // rows, over every head
 };
 
+// Refuses a listed row past the case's query rows (sample_rows does too, later).
+void check_rows(const RowSpec& spec, std::int64_t q_len);
+
 RowSample sample_rows(const Problem& problem, const StageGraph& graph, const RowSpec& spec);
 
 }  // namespace fc
