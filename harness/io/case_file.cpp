@@ -1,6 +1,8 @@
 #include "harness/io/case_file.h"
 
+#include <algorithm>
 #include <ctime>
+#include <set>
 
 #include "core/error.h"
 #include "harness/version.h"
@@ -158,6 +160,37 @@ void write_reference_extras(H5Writer& out, const std::vector<MaskedRow>& masked_
   }
 }
 
+namespace {
+
+// The mask parts that only attributes and datasets carry, as `--mask` and Mask::describe()
+// name them ("padding=40,300" names padding).
+std::set<std::string> recorded_parts(const std::string& mask) {
+  static const std::set<std::string> kinds{"causal", "causal-br", "padding", "window", "alibi"};
+  std::set<std::string> parts;
+  std::size_t start = 0;
+  while (start <= mask.size()) {
+    const std::size_t plus = std::min(mask.find('+', start), mask.size());
+    const std::string part = mask.substr(start, plus - start);
+    const std::string kind = part.substr(0, part.find('='));
+    if (kinds.count(kind)) parts.insert(kind);
+    start = plus + 1;
+  }
+  return parts;
+}
+
+// /meta mask against the mask the attributes and datasets give: a dataset missing or damaged
+// (key_lengths, alibi_slopes) would otherwise read as another mask, and a replay would find a
+// mask mismatch that is not the implementation's.
+void check_mask_record(const std::string& path, const std::string& recorded, const Mask& read) {
+  const std::set<std::string> said = recorded_parts(recorded), found = recorded_parts(read.describe());
+  if (said != found) {
+    throw file_error(path, "/meta mask '" + recorded + "' but the file's mask attributes and datasets give '" +
+                               read.describe() + "' (a dataset missing or damaged?)");
+  }
+}
+
+}  // namespace
+
 CaseFile read_case_file(const H5Reader& in) {
   const std::string& path = in.path();
   const std::optional<std::string> schema = in.string_attribute("/", "schema");
@@ -238,6 +271,7 @@ CaseFile read_case_file(const H5Reader& in) {
   d.shape = s;
   d.dtype = p.dtype;
   d.mask = in.string_attribute("/meta", "mask").value_or(p.mask.describe());
+  check_mask_record(path, d.mask, p.mask);
   d.dist = in.string_attribute("/meta", "dist").value_or("");
   d.source = f.inputs.source;
   const std::int64_t seed = in.int_attribute("/meta", "seed").value_or(-1);
