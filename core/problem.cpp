@@ -1,13 +1,12 @@
 #include "core/problem.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "core/error.h"
 #include "core/head_mask.h"
+#include "core/resource_usage.h"
 
 namespace fc {
 
@@ -125,7 +124,7 @@ void validate_problem(const Problem& p, const std::string& origin) {
   const double tensor_bytes = (2.0 * static_cast<double>(s.batch) * s.heads * s.q_len +
                                2.0 * static_cast<double>(s.batch) * s.kv_head_count() * s.kv_len) *
                               static_cast<double>(s.head_dim) * static_cast<double>(dtype_size(p.dtype));
-  const double host_bytes = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double host_bytes = static_cast<double>(physical_host_bytes());
   if (host_bytes > 0 && tensor_bytes > host_bytes) {
     char text[160];
     std::snprintf(text, sizeof text, "its q, k, v and output need %.1f GiB of host memory; this machine has %.1f GiB",

@@ -33,6 +33,11 @@ std::int64_t available_host_bytes() {
   return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
 }
 
+std::int64_t physical_host_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
+}
+
 void count_device_allocation(std::int64_t bytes) {
   const std::int64_t now = device_now.fetch_add(bytes) + bytes;
   std::int64_t peak = device_peak.load();

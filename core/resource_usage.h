@@ -10,6 +10,8 @@ std::int64_t peak_host_rss_bytes();
 // Host memory a process can still take without swapping: MemAvailable of /proc/meminfo, or the
 // free physical pages where that is missing.
 std::int64_t available_host_bytes();
+// The machine's physical memory (0 when unknown): what no single case or file may exceed.
+std::int64_t physical_host_bytes();
 
 void count_device_allocation(std::int64_t bytes);  // negative when freed
 std::int64_t peak_device_bytes();

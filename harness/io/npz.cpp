@@ -1,11 +1,14 @@
 #include "harness/io/npz.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <new>
 #include <string_view>
 #include <vector>
 
 #include "core/error.h"
+#include "core/resource_usage.h"
 #include "harness/io/npy.h"
 #include "harness/io/printable.h"
 #include "harness/io/zip_archive.h"
@@ -53,9 +56,25 @@ void check_writable(const std::string& path, const std::string& key, const HostT
 
 std::map<std::string, NpyArray> read_npz(const std::string& path) {
   const ZipReader zip(path, ".npz archive");
+  // Each array is read whole and then converted: its image and its tensor at once, besides the
+  // arrays before it. A small compressed file can declare far more than the machine holds.
+  const std::vector<ZipEntry> entries = zip.entries();
+  std::uint64_t total = 0, largest = 0;
+  for (const ZipEntry& entry : entries) {
+    total += entry.size;
+    largest = std::max<std::uint64_t>(largest, entry.size);
+  }
+  const double host = static_cast<double>(physical_host_bytes());
+  if (host > 0 && static_cast<double>(total) + static_cast<double>(largest) > host) {
+    char text[200];
+    std::snprintf(text, sizeof text, "its arrays hold %.1f GiB uncompressed, the largest %.1f GiB; reading them needs "
+                  "more than this machine's %.1f GiB", static_cast<double>(total) / (1 << 30),
+                  static_cast<double>(largest) / (1 << 30), host / (1 << 30));
+    throw file_error(path, text);
+  }
   std::map<std::string, NpyArray> arrays;
   try {
-    for (const ZipEntry& entry : zip.entries()) {
+    for (const ZipEntry& entry : entries) {
       const std::string name = array_name(entry.name);
       if (arrays.count(name)) throw file_error(path, "duplicate array '" + printable(name) + "'");
       const ByteBuffer image = zip.read(entry, npy_size_check(entry));
