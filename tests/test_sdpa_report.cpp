@@ -2,12 +2,15 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "catch.h"
 #include "core/error.h"
 #include "harness/inputs.h"
 #include "harness/io/npz.h"
+#include "harness/io/npy.h"
 #include "harness/io/sdpa_report.h"
+#include "harness/io/zip_archive.h"
 
 namespace fc {
 namespace {
@@ -138,6 +141,26 @@ TEST_CASE("bad reports give one line naming the file and the problem", "[report]
   arrays["is_causal"] = scalar(DType::f32, 0.5);  // not a flag: refused, not read as causal
   write(arrays);
   CHECK(error_of(path).find("'is_causal' must be a bool (or 0 or 1), got 0.5") != std::string::npos);
+
+  {  // a text scale, as np.savez(scale="abc") writes it: a '<U3' array of shape ()
+    ZipWriter zip(path);
+    std::vector<std::vector<std::uint8_t>> headers;
+    const auto good = report_arrays();
+    for (const auto& [name, tensor] : good) {
+      const std::vector<std::uint8_t>& header = headers.emplace_back(npy_header(tensor));
+      zip.add(name + ".npy", {{header.data(), header.size()}, {tensor.data(), tensor.nbytes()}});
+    }
+    std::string text_header = "{'descr': '<U3', 'fortran_order': False, 'shape': (), }";
+    text_header.append(64 - (10 + text_header.size() + 1) % 64, ' ');
+    text_header += '\n';
+    std::vector<std::uint8_t> image = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<std::uint8_t>(text_header.size()),
+                                       static_cast<std::uint8_t>(text_header.size() >> 8)};
+    image.insert(image.end(), text_header.begin(), text_header.end());
+    for (char c : std::string("abc")) image.insert(image.end(), {static_cast<std::uint8_t>(c), 0, 0, 0});  // UTF-32LE
+    zip.add("scale.npy", {{image.data(), image.size()}});
+    zip.finish();
+  }
+  CHECK(error_of(path).find("'scale' must be a single number, got the text 'abc'") != std::string::npos);
 
   std::ofstream(path) << "q,k,v\n1,2,3\n";
   CHECK(error_of(path).find("not a .npz archive") != std::string::npos);

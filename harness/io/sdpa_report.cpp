@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "harness/io/npz.h"
+#include "harness/io/printable.h"
 
 namespace fc {
 namespace {
@@ -60,7 +61,8 @@ bool read_bf16_note(const std::string& path, const Arrays& arrays) {
 }
 
 double read_scalar(const std::string& path, const NpyArray& a, const std::string& name) {
-  if (a.is_text || a.tensor.numel() != 1) {
+  if (a.is_text) throw file_error(path, "'" + name + "' must be a single number, got the text '" + printable(a.text) + "'");
+  if (a.tensor.numel() != 1) {
     throw file_error(path, "'" + name + "' must be a single number, got shape " + dims_string(a.tensor.dims()));
   }
   return a.tensor.get(0);
