@@ -216,9 +216,11 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--trace --shape 1,1,16,64 --rows 3,99", "--rows: row 99 is past the case's 16"},
       {"--trace --shape 1,1,16,64 --mask padding=99", "key padding length 99 outside [0, 16]"},
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --snapshot-stages nosuch",
-       "--snapshot-stages 'nosuch': names no stage output of the implementations run"},
+       "--snapshot-stages 'nosuch': selects no stage output (the stages here: "},
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --html-stages pv[ --html x.html",
-       "--html-stages 'pv[': names no stage output"},
+       "--html-stages 'pv[': selects no stage output"},
+      {"replay " + std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5 --html-stages nosuch --html x.html",
+       "--html-stages 'nosuch': selects no stage output"},
       // Output paths no output may take: a device (renamed over as root, /dev/null would be
       // replaced), the command's own input, one path for two outputs, an empty one.
       {"reference " + kReport + " --out /dev/null", "/dev/null: cannot write: it exists and is not a regular file"},

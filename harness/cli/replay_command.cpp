@@ -13,6 +13,9 @@ namespace fc {
 int run_replay(const ReplayCommand& command) {
   check_report_files(command.reports);
   Snapshot s = read_snapshot(H5Reader(command.file));
+  std::vector<std::string> output_names;
+  add_output_names(s.run.graph, output_names);
+  require_selections("--html-stages", command.reports.html_stages, output_names);
   std::vector<OutputReferences> references;
   const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge);
   const bool colour = colour_stdout();

@@ -4,7 +4,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
@@ -124,28 +123,10 @@ int run_trace(const TraceCommand& command) {
   for (const CaseSpec& spec : cases) {
     const Problem problem = make_problem(spec);
     check_rows(command.judge.rows, spec.shape.q_len);
-    for (const auto& impl : impls) {
-      const StageGraph graph = impl->stage_graph(problem);
-      for (const Stage& stage : graph.stages) {
-        for (std::size_t o = 0; o < stage.outputs.size(); ++o) output_names.push_back(stage.output_name(o));
-      }
-    }
+    for (const auto& impl : impls) add_output_names(impl->stage_graph(problem), output_names);
   }
-  for (const auto& [option, names] : {std::pair<const char*, const std::vector<std::string>*>{"--snapshot-stages", &command.snapshot_stages},
-                                      {"--html-stages", &command.reports.html_stages}}) {
-    for (const std::string& name : *names) {
-      const bool selects = std::any_of(output_names.begin(), output_names.end(),
-                                       [&](const std::string& output) { return stage_selected({name}, output); });
-      if (!selects) {
-        std::set<std::string> kinds;  // "softmax[3].max" is of the kind softmax
-        for (const std::string& output : output_names) kinds.insert(output.substr(0, output.find_first_of("[.")));
-        std::string listed;
-        for (const std::string& kind : kinds) listed += (listed.empty() ? "" : ", ") + kind;
-        throw Error(std::string(option) + " '" + name + "': names no stage output of the implementations run (" +
-                    listed + ", with [j] and .output)");
-      }
-    }
-  }
+  require_selections("--snapshot-stages", command.snapshot_stages, output_names);
+  require_selections("--html-stages", command.reports.html_stages, output_names);
   const DeviceInfo device = device_info();
   if (!device.available) {
     for (const auto& impl : impls) {

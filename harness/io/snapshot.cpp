@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -355,6 +356,27 @@ bool stage_selected(const std::vector<std::string>& selection, const std::string
     if (name.rfind(s, 0) == 0 && (name[s.size()] == '[' || name[s.size()] == '.')) return true;
   }
   return false;
+}
+
+void add_output_names(const StageGraph& graph, std::vector<std::string>& names) {
+  for (const Stage& stage : graph.stages) {
+    for (std::size_t o = 0; o < stage.outputs.size(); ++o) names.push_back(stage.output_name(o));
+  }
+}
+
+void require_selections(const std::string& option, const std::vector<std::string>& selection,
+                        const std::vector<std::string>& outputs) {
+  for (const std::string& name : selection) {
+    const bool selects = std::any_of(outputs.begin(), outputs.end(),
+                                     [&](const std::string& output) { return stage_selected({name}, output); });
+    if (selects) continue;
+    std::set<std::string> kinds;  // "softmax[3].max" is of the kind softmax
+    for (const std::string& output : outputs) kinds.insert(output.substr(0, output.find_first_of("[.")));
+    std::string listed;
+    for (const std::string& kind : kinds) listed += (listed.empty() ? "" : ", ") + kind;
+    throw Error(option + " '" + name + "': selects no stage output (the stages here: " + listed +
+                "; [j] and .output select within them)");
+  }
 }
 
 void write_snapshot(const std::string& path, const std::string& command, const AttentionInputs& inputs,

@@ -48,4 +48,11 @@ Snapshot read_snapshot(const H5Reader& in);
 // Does an output name match a --snapshot-stages entry?
 bool stage_selected(const std::vector<std::string>& selection, const std::string& output_name);
 
+// Every output name of a graph ("qk", "softmax[3].max", ...), appended to `names`.
+void add_output_names(const StageGraph& graph, std::vector<std::string>& names);
+// Refuses (fc::Error naming `option`) an entry that selects none of `outputs`, listing the
+// stage kinds there are.
+void require_selections(const std::string& option, const std::vector<std::string>& selection,
+                        const std::vector<std::string>& outputs);
+
 }  // namespace fc
