@@ -221,11 +221,12 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
        "--html-stages 'pv[': selects no stage output"},
       {"replay " + std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5 --html-stages nosuch --html x.html",
        "--html-stages 'nosuch': selects no stage output"},
-      // Output paths no output may take: a device (renamed over as root, /dev/null would be
-      // replaced), the command's own input, one path for two outputs, an empty one.
-      {"reference " + kReport + " --out /dev/null", "/dev/null: cannot write: it exists and is not a regular file"},
+      // Output paths no output may take: a full device (written in place, never renamed over:
+      // as root that replaced it), the command's own input, one path for two outputs, an empty one.
+      {"check " + kCapture + " --json /dev/full", "/dev/full: write failed"},
       {"reference " + kReport + " --out " + kReport, "cannot write: it is an input of this command"},
       {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
+      {"check " + kCapture + " --json twice.json --html ./twice.json", "./twice.json: cannot write: named as an output twice"},
       {"check " + kCapture + " --json ''", "--json: an empty value"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
@@ -240,6 +241,14 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
     REQUIRE(o.stderr_lines.size() == 1);
     CHECK(o.stderr_lines[0].find(message) != std::string::npos);
   }
+  CHECK(fs::is_character_file("/dev/full"));
+  // A link is written through: the file it leads to is made, the link stays a link.
+  fs::create_symlink("target.json", w.dir / "link.json");
+  CHECK(run("check " + kCapture + " --json " + (w.dir / "link.json").string(), w.dir).exit_code == 1);
+  CHECK(fs::is_symlink(w.dir / "link.json"));
+  CHECK(fs::file_size(w.dir / "target.json") > 0);
+  // A character device is written in place: the JSON goes to /dev/null, which stays a device.
+  CHECK(run("check " + kCapture + " --json /dev/null", w.dir).exit_code == 1);  // the capture diverges
   CHECK(fs::is_character_file("/dev/null"));
   CHECK(fs::file_size(kReport) == fs::file_size(std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz"));
   CHECK_FALSE(fs::exists(kTwice));

@@ -447,6 +447,20 @@ TEST_CASE("a case file whose mask datasets disagree with its mask record is refu
                        "'causal-br'") != std::string::npos);
     }
   }
+  // masked-bias=V folds causal and padding into one finite bias: the record names parts the
+  // dense mask carries, and the file reads back.
+  const std::string folded = "causal+padding=0,17+masked-bias=min";
+  const AttentionInputs biased = generate_inputs(spec_of({2, 2, 9, 17, 16}, folded, DType::f16));
+  {
+    H5Writer out(path);
+    CaseDescription d;
+    d.label = "folded";
+    d.mask = folded;
+    write_header(out, "snapshot", "test", d, biased);
+    write_inputs(out, biased);
+    out.commit();
+  }
+  CHECK(read_case_file(H5Reader(path)).description.mask == folded);
   std::remove(path.c_str());
 }
 

@@ -117,16 +117,6 @@ int run_trace(const TraceCommand& command) {
   std::vector<std::unique_ptr<Implementation>> impls = select_implementations(command.impls);
   if (!command.inject.empty()) impls = with_fault(std::move(impls), command.inject);
   check_report_files(command.reports);
-  // Each case's problem and rows, and names of stage outputs that select something, before the
-  // banner. A name selects outputs of some implementations only (their graphs differ).
-  std::vector<std::string> output_names;
-  for (const CaseSpec& spec : cases) {
-    const Problem problem = make_problem(spec);
-    check_rows(command.judge.rows, spec.shape.q_len);
-    for (const auto& impl : impls) add_output_names(impl->stage_graph(problem), output_names);
-  }
-  require_selections("--snapshot-stages", command.snapshot_stages, output_names);
-  require_selections("--html-stages", command.reports.html_stages, output_names);
   const DeviceInfo device = device_info();
   if (!device.available) {
     for (const auto& impl : impls) {
@@ -143,6 +133,19 @@ int run_trace(const TraceCommand& command) {
       throw Error("--inject " + command.inject + ": only GPU implementations have this fault, and there is no CUDA device");
     }
   }
+  // Each case's problem and rows, and names of stage outputs that select something, before the
+  // banner. A name selects outputs of some implementations only (their graphs differ), of those
+  // that run the case.
+  std::vector<std::string> output_names;
+  for (const CaseSpec& spec : cases) {
+    const Problem problem = make_problem(spec);
+    check_rows(command.judge.rows, spec.shape.q_len);
+    for (const auto& impl : impls) {
+      if (!impl->unsupported(problem)) add_output_names(impl->stage_graph(problem), output_names);
+    }
+  }
+  require_selections("--snapshot-stages", command.snapshot_stages, output_names);
+  require_selections("--html-stages", command.reports.html_stages, output_names);
   Snapshots snapshots(command, cases.size(), cases.size() * impls.size());
   if (!device.available) {
     std::cerr << "no CUDA device (" << device.why_unavailable

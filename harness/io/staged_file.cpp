@@ -60,7 +60,12 @@ void install_handlers() {
 int track(const std::string& temp_path) {
   if (temp_path.size() >= sizeof(Slot::path)) return -1;
   install_handlers();
-  for (int i = 0; i < kSlots; ++i) {
+  // From a rotating start, so that a slot just freed is not refilled at once while a handler
+  // may still be reading it.
+  static std::atomic<unsigned> next{0};
+  const int first = static_cast<int>(next.fetch_add(1) % kSlots);
+  for (int k = 0; k < kSlots; ++k) {
+    const int i = (first + k) % kSlots;
     int expected = 0;
     if (!g_slots[i].state.compare_exchange_strong(expected, 1)) continue;
     std::memcpy(g_slots[i].path, temp_path.c_str(), temp_path.size() + 1);
@@ -85,20 +90,23 @@ bool same_file(const std::string& a, const std::string& b) {
   return std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
-// What no output may be written over: a device, a fifo or another file that is not a regular
-// one (renaming onto /dev/full as root would replace the device), or a file this process
-// reads (the output would replace what it was made from).
-void refuse_unsafe_target(const std::string& path) {
+// Where an output goes: staged beside a regular file's path (false), or straight into a
+// character device or fifo (true: /dev/stdout, /dev/null; renaming onto one, as root, would
+// replace it). Refuses a folder, any other file that is not a regular one, and a file this
+// process reads (the output would replace what it was made from).
+bool written_in_place(const std::string& path) {
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
   if (std::filesystem::is_directory(status)) throw file_error(path, "cannot write: it is a folder");
+  if (std::filesystem::is_character_file(status) || std::filesystem::is_fifo(status)) return true;
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    throw file_error(path, "cannot write: it exists and is not a regular file");
+    throw file_error(path, "cannot write: it exists and is neither a regular file, a character device nor a fifo");
   }
   const std::lock_guard<std::mutex> lock(g_paths_mutex);
   for (const std::string& input : g_inputs) {
     if (same_file(path, input)) throw file_error(path, "cannot write: it is an input of this command");
   }
+  return false;
 }
 
 }  // namespace
@@ -113,11 +121,28 @@ void note_input_file(const std::string& path) {
   if (g_keep_inputs) g_inputs.push_back(path);
 }
 
-StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
+StagedFile::StagedFile(std::string path) : path_(std::move(path)), target_(path_) {
   if (path_.empty()) throw Error("cannot write a file to an empty path");
-  refuse_unsafe_target(path_);
+  // A device or fifo, through links too (/dev/stdout to a pipe): written in place.
+  if (written_in_place(path_)) {
+    if (::access(path_.c_str(), W_OK) != 0) throw file_error(path_, std::string("cannot write (") + std::strerror(errno) + ")");
+    in_place_ = true;
+    temp_path_ = path_;
+    return;
+  }
+  // A symbolic link is written through: the file it leads to is written (made, where the link
+  // dangles), the link stays.
+  std::error_code ec;
+  std::filesystem::path target = std::filesystem::absolute(path_);
+  for (int links = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec)); ++links) {
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec || links == 40) throw file_error(path_, "cannot write (its link does not resolve)");
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  target_ = target.string();
+  if (written_in_place(target_)) throw file_error(path_, "cannot write (its link leads to a device)");
   static std::atomic<unsigned> counter{0};
-  temp_path_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  temp_path_ = target_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw file_error(path_, std::string("cannot write (") + std::strerror(errno) + ")");
   ::close(fd);
@@ -125,11 +150,15 @@ StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
 }
 
 StagedFile::~StagedFile() {
-  if (!committed_) std::remove(temp_path_.c_str());
+  if (!committed_ && !in_place_) std::remove(temp_path_.c_str());
   untrack(slot_);
 }
 
 void StagedFile::commit() {
+  if (in_place_) {  // nothing staged: the writer's stream already reported its errors
+    committed_ = true;
+    return;
+  }
   // Data on disk before the name points at it: a crash never leaves a truncated file at path.
   const int fd = ::open(temp_path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0) {
@@ -138,19 +167,22 @@ void StagedFile::commit() {
     throw file_error(path_, "cannot write (sync of " + temp_path_ + ": " + std::strerror(error) + ")");
   }
   ::close(fd);
-  untrack(slot_);  // a signal from here on leaves the finished file, under one name or the other
-  slot_ = -1;
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+  if (std::rename(temp_path_.c_str(), target_.c_str()) != 0) {
     throw file_error(path_, "cannot write (rename from " + temp_path_ + ": " + std::strerror(errno) + ")");
   }
   committed_ = true;
+  untrack(slot_);  // after the rename: a signal before it still removes the temporary file
+  slot_ = -1;
 }
 
 void check_output_path(const std::string& path) {
   if (path.empty()) throw Error("an output path is empty");
   StagedFile probe(path);  // removed again on the way out
   const std::lock_guard<std::mutex> lock(g_paths_mutex);
-  const std::string absolute = std::filesystem::weakly_canonical(path).string();
+  std::error_code ec;  // a link into /proc (/dev/stdout to a pipe) has no canonical path
+  const std::filesystem::path absolute_path = std::filesystem::absolute(path);
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(absolute_path, ec);
+  const std::string absolute = (ec ? absolute_path : canonical).string();
   for (const std::string& claimed : g_claimed_outputs) {
     if (claimed == absolute) throw file_error(path, "cannot write: named as an output twice");
   }

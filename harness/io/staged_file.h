@@ -12,8 +12,9 @@ namespace fc {
 class StagedFile {
  public:
   // Creates the (empty) temporary file; an fc::Error naming `path` with the OS's reason if
-  // it cannot, or if `path` is a folder, exists and is not a regular file, or is a guarded
-  // input.
+  // it cannot, or if `path` is a folder, a guarded input, or exists and is neither a regular
+  // file, a character device nor a fifo. A character device or fifo (/dev/stdout, /dev/null)
+  // is written in place: temp_path() is path() and nothing is staged or renamed.
   explicit StagedFile(std::string path);
   ~StagedFile();
   StagedFile(const StagedFile&) = delete;
@@ -27,8 +28,9 @@ class StagedFile {
   void commit();
 
  private:
-  std::string path_, temp_path_;
+  std::string path_, target_, temp_path_;  // target_: path_, or the file its link leads to
   bool committed_ = false;
+  bool in_place_ = false;  // a character device or fifo (/dev/stdout): written straight, not staged
   int slot_ = -1;  // its entry in the table of files a signal removes (-1: none)
 };
 
