@@ -83,6 +83,9 @@ int run_check(const CheckCommand& command) {
   const ArithmeticSpec spec = command.arithmetic.empty() ? ArithmeticSpec{} : parse_arithmetic(command.arithmetic);
   const std::vector<Unit> units = pair_files(expand(command.paths));
   check_report_files(command.reports);
+  if (!command.reports.html_stages.empty()) {
+    throw Error("--html-stages: check's HTML report draws no heatmaps (the captures' runs are not kept)");
+  }
   std::vector<CaseResult> results(units.size());
   std::mutex reading;  // HDF5 is not thread-safe: one file read at a time
   std::atomic<bool> failed{false};
