@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -30,13 +31,13 @@ struct Slot {
 Slot g_slots[kSlots];
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
+struct sigaction g_previous[std::size(kSignals)];
 
 void remove_live_files(int sig) {
   for (Slot& slot : g_slots) {
     if (slot.state.load() == 2) ::unlink(slot.path);
   }
-  for (std::size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+  for (std::size_t i = 0; i < std::size(kSignals); ++i) {
     if (kSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
   }
   ::raise(sig);  // what the signal would have done without us (it is blocked until we return)
@@ -47,7 +48,7 @@ void remove_live_files(int sig) {
 void install_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (std::size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) {
       if (::sigaction(kSignals[i], nullptr, &g_previous[i]) != 0 || g_previous[i].sa_handler != SIG_DFL) continue;
       struct sigaction action {};
       action.sa_handler = remove_live_files;
@@ -121,13 +122,14 @@ void note_input_file(const std::string& path) {
   if (g_keep_inputs) g_inputs.push_back(path);
 }
 
-StagedFile::StagedFile(std::string path) : path_(std::move(path)), target_(path_) {
+StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw Error("cannot write a file to an empty path");
-  // A device or fifo, through links too (/dev/stdout to a pipe): written in place.
+  // A device or fifo, through links too (/dev/stdout to a pipe): written in place. The check
+  // follows links, so it has also seen through them to an input or a folder.
   if (written_in_place(path_)) {
     if (::access(path_.c_str(), W_OK) != 0) throw file_error(path_, std::string("cannot write (") + std::strerror(errno) + ")");
     in_place_ = true;
-    temp_path_ = path_;
+    target_ = temp_path_ = path_;
     return;
   }
   // A symbolic link is written through: the file it leads to is written (made, where the link
@@ -139,8 +141,7 @@ StagedFile::StagedFile(std::string path) : path_(std::move(path)), target_(path_
     if (ec || links == 40) throw file_error(path_, "cannot write (its link does not resolve)");
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
-  target_ = target.string();
-  if (written_in_place(target_)) throw file_error(path_, "cannot write (its link leads to a device)");
+  target_ = target.lexically_normal().string();
   static std::atomic<unsigned> counter{0};
   temp_path_ = target_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -178,15 +179,13 @@ void StagedFile::commit() {
 void check_output_path(const std::string& path) {
   if (path.empty()) throw Error("an output path is empty");
   StagedFile probe(path);  // removed again on the way out
+  // The file written, links followed ("a.json", "./a.json" and a link to it are one output).
+  const std::string written = std::filesystem::absolute(probe.target()).lexically_normal().string();
   const std::lock_guard<std::mutex> lock(g_paths_mutex);
-  std::error_code ec;  // a link into /proc (/dev/stdout to a pipe) has no canonical path
-  const std::filesystem::path absolute_path = std::filesystem::absolute(path);
-  const std::filesystem::path canonical = std::filesystem::weakly_canonical(absolute_path, ec);
-  const std::string absolute = (ec ? absolute_path : canonical).string();
   for (const std::string& claimed : g_claimed_outputs) {
-    if (claimed == absolute) throw file_error(path, "cannot write: named as an output twice");
+    if (claimed == written) throw file_error(path, "cannot write: named as an output twice");
   }
-  g_claimed_outputs.push_back(absolute);
+  g_claimed_outputs.push_back(written);
 }
 
 }  // namespace fc

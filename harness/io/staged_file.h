@@ -22,13 +22,14 @@ class StagedFile {
 
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
+  const std::string& target() const { return target_; }  // path(), or the file its link leads to
   bool committed() const { return committed_; }
 
   // The writer has closed the temporary file: sync it and rename it onto path().
   void commit();
 
  private:
-  std::string path_, target_, temp_path_;  // target_: path_, or the file its link leads to
+  std::string path_, target_, temp_path_;
   bool committed_ = false;
   bool in_place_ = false;  // a character device or fifo (/dev/stdout): written straight, not staged
   int slot_ = -1;  // its entry in the table of files a signal removes (-1: none)
