@@ -48,7 +48,12 @@ __device__ __forceinline__ float exp_origin(float top, SoftmaxOptions o) {
 // B16 H16 S4096 D64 was 1.13x its untraced run with six blocks and 1.15x with five (H100), and
 // with a row loaded ahead at five blocks 1.38x against 1.28x (H200). The flagged online softmax
 // runs at 68% of the warps and 1.43x the time of the other (ncu, H100): that occupancy is the
-// traced run's overhead.
+// traced run's overhead. Keeping the taps' state in shared memory instead (a record a warp, each
+// row's tallies merged with redux.sync) fits 32 registers and eight blocks, and measured worse:
+// 1.145x (1.176x at six blocks) against these taps' 1.113x, the same H100, 2026-11-27. The
+// per-row reductions cost more than the warps gained. Moving only the row max and sum taps to
+// shared memory (lane 0's) removed the 36 bytes of spill and changed nothing (1.111x): the
+// spill is not the cost either.
 constexpr int blocks_per_sm(bool flagged, int per_lane = 1) { return flagged ? (per_lane > 4 ? 4 : 6) : 8; }
 
 // The row loops below are grid-stride (a bounded grid), so that the flags each block folds in
