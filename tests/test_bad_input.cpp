@@ -221,6 +221,11 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
        "--html-stages 'pv[': selects no stage output"},
       {"replay " + std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5 --html-stages nosuch --html x.html",
        "--html-stages 'nosuch': selects no stage output"},
+      {"triage " + kReport + " --html-stages combine --html x.html", "--html-stages 'combine': selects no stage output"},
+      {"fixtures " + std::string(FC_SOURCE_DIR) + "/fixtures --html-stages pv[99] --html x.html",
+       "--html-stages 'pv[99]': selects no stage output"},
+      {"faults --fault first-page-rescale --html-stages combine --html x.html", "--html-stages 'combine': selects no stage output"},
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --html-stages pv", "--html-stages requires --html"},
       // Output paths no output may take: a full device (written in place, never renamed over:
       // as root that replaced it), the command's own input, one path for two outputs, an empty one.
       {"check " + kCapture + " --json /dev/full", "/dev/full: write failed"},
@@ -228,7 +233,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
       {"check " + kCapture + " --json twice.json --html ./twice.json", "./twice.json: cannot write: named as an output twice"},
       {"check " + kCapture + " --json ''", "--json: an empty value"},
-      {"check " + kCapture + " --html-stages pv", "--html-stages: check's HTML report draws no heatmaps"},
+      {"check " + kCapture + " --html-stages pv --html x.html", "--html-stages: check's HTML report draws no heatmaps"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
   };
@@ -243,6 +248,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
     CHECK(o.stderr_lines[0].find(message) != std::string::npos);
   }
   CHECK(fs::is_character_file("/dev/full"));
+  CHECK_FALSE(fs::exists(w.dir / "x.html"));
   // A link is written through: the file it leads to is made, the link stays a link.
   fs::create_symlink("target.json", w.dir / "link.json");
   CHECK(run("check " + kCapture + " --json " + (w.dir / "link.json").string(), w.dir).exit_code == 1);

@@ -104,12 +104,14 @@ void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& 
   app.add_option("--json", reports.json, "also write the results as JSON to FILE")->group("Output");
   app.add_option("--junit", reports.junit, "also write JUnit XML to FILE (a testcase per " + testcase + ")")
       ->group("Output");
-  app.add_option("--html", reports.html,
-                 "also write a self-contained HTML report to FILE: stage tables, heatmaps of the first divergence, "
-                 "per-row plots, descriptors")
-      ->group("Output");
+  CLI::Option* html = app.add_option("--html", reports.html,
+                                      "also write a self-contained HTML report to FILE: stage tables, heatmaps of the "
+                                      "first divergence, per-row plots, descriptors")
+                          ->group("Output");
   app.add_option("--html-stages", reports.html_stages,
-                 "also draw heatmaps of these stage outputs in the HTML report (names or kinds: pv, softmax[0])")
+                 "also draw heatmaps of these stage outputs in the HTML report (names or kinds: pv, softmax[0]; "
+                 "with --html)")
+      ->needs(html)
       ->group("Output");
 }
 

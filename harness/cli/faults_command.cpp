@@ -10,6 +10,7 @@
 #include "harness/cli/commands.h"
 #include "harness/faults/matrix.h"
 #include "harness/faults/matrix_table.h"
+#include "harness/io/snapshot.h"
 #include "kernels/implementation.h"
 #include "reports/progress.h"
 #include "reports/table.h"
@@ -63,14 +64,19 @@ int run_faults(const FaultsCommand& command) {
   select_implementations(command.impls);  // an unknown name is an error, not an empty matrix
   check_report_files(command.reports);
   const DeviceInfo device = device_info();
+  Progress progress("faults", 0);
+  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {},
+                        &progress, {}};
+  // The matrix's cells, not the sweep's random cases: a name is checked against what the
+  // report is sure to hold.
+  if (!command.reports.html_stages.empty()) {
+    require_selections("--html-stages", command.reports.html_stages, matrix_output_names(options));
+  }
   if (!device.available) {
     std::cerr << "no CUDA device (" << device.why_unavailable << "): the matrix covers the CPU implementations only\n";
   }
   std::ostream& out = detail_stream(command.quiet);
   const bool colour = colour_stdout();
-  Progress progress("faults", 0);
-  MatrixOptions options{command.faults, command.impls, device.available, command.snapshots, command.command_line, {},
-                        &progress, {}};
   HtmlReportBuilder html = html_report(command.reports, "faults", command.command_line);
   std::vector<std::string> faulty_sections;  // one per cell, in the matrix's order
   if (html.enabled()) {

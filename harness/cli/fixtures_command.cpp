@@ -133,6 +133,21 @@ struct Tally {
   }
 };
 
+// Every stage output an HTML report of these fixtures could draw: each fixture's captured run,
+// and the implementations that run live on its inputs here.
+std::vector<std::string> output_names(const std::string& dir, const std::vector<std::string>& files, bool gpu) {
+  std::vector<std::string> names;
+  for (const std::string& file : files) {
+    const Snapshot s = read_snapshot(H5Reader((fs::path(dir) / file).string()));
+    add_output_names(s.run.graph, names);
+    for (auto& impl : make_implementations()) {
+      if ((impl->on_gpu() && !gpu) || impl->unsupported(s.file.inputs.problem)) continue;
+      add_output_names(impl->stage_graph(s.file.inputs.problem), names);
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 int run_fixtures(const FixturesCommand& command) {
@@ -141,11 +156,14 @@ int run_fixtures(const FixturesCommand& command) {
   const std::string manifest_path = (fs::path(command.dir) / "MANIFEST").string();
   check_report_files(command.reports);
   if (command.write_manifest) check_output_path(manifest_path);
+  const DeviceInfo device = device_info();
+  if (!command.reports.html_stages.empty()) {
+    require_selections("--html-stages", command.reports.html_stages, output_names(command.dir, files, device.available));
+  }
   std::ostream& out = detail_stream(command.quiet);
   const bool colour = colour_stdout();
   Progress progress("fixtures", static_cast<std::int64_t>(files.size()));
   const std::map<std::string, std::string> manifest = read_manifest(manifest_path);
-  const DeviceInfo device = device_info();
   std::vector<std::string> new_manifest{"# file impl fault verdict first-divergence cause (flashcore-check fixtures --write-manifest)"};
   Tally tally;
   HtmlReportBuilder html = html_report(command.reports, "fixtures", command.command_line);

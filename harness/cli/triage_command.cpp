@@ -67,12 +67,23 @@ int run_triage(const TriageCommand& command) {
   if (!command.minimize.empty()) check_output_path(command.minimize);
   const LoadedCase report = load_case(command.report);
   const Problem& p = report.inputs.problem;
+  const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
+  const CaptureFile seen = read_capture_file(command.report);
+  if (!command.reports.html_stages.empty()) {
+    std::vector<std::string> output_names;
+    Problem kernel_problem = p;
+    kernel_problem.dtype = kernel_dtype;
+    for (const auto& impl : impls) {
+      if (!impl->unsupported(kernel_problem)) add_output_names(impl->stage_graph(kernel_problem), output_names);
+    }
+    if (!seen.outputs.empty()) add_output_names(make_captured_implementation(report.inputs, seen, {})->stage_graph(p), output_names);
+    require_selections("--html-stages", command.reports.html_stages, output_names);
+  }
   std::ostream& out = detail_stream(command.quiet);
   const bool colour = colour_stdout();
 
   out << "triage of " << command.report << ": " << p.shape.to_string() << " " << dtype_name(p.dtype) << ", mask "
       << p.mask.describe() << ", scale " << p.scale << "\n\n";
-  const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
   out << "input findings (CPU, FP64, before any kernel):\n";
   const std::vector<InputFinding> findings = find_input_problems(report.inputs, kernel_dtype);
   for (const InputFinding& f : findings) out << "  " << f.cause << ": " << f.detail << "\n";
@@ -104,7 +115,6 @@ int run_triage(const TriageCommand& command) {
     if (r.divergence) write_pinpoint(out, *r.divergence);
   };
   // The output the user saw, when the report holds it: judged on the inputs as given.
-  const CaptureFile seen = read_capture_file(command.report);
   if (!seen.outputs.empty()) {
     std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, {});
     Judged judged = judge_case_keeping(*captured, report.inputs, report.description, nullptr, html.enabled(), command.judge);

@@ -38,6 +38,21 @@ bool runs_here(const MatrixOptions& options, const std::string& name) {
 
 }  // namespace
 
+std::vector<std::string> matrix_output_names(const MatrixOptions& options) {
+  std::vector<std::string> names;
+  for (const FaultSpec& spec : fault_catalog()) {
+    if (!selected(options.faults, spec.id)) continue;
+    const Problem problem = make_problem(spec.trigger);
+    for (const std::string& name : spec.impls) {
+      if (!runs_here(options, name)) continue;
+      std::unique_ptr<Implementation> impl = make_implementation(name);
+      impl->inject(spec.id);
+      add_output_names(impl->stage_graph(problem), names);
+    }
+  }
+  return names;
+}
+
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options) {
   std::vector<MatrixCell> cells;
   if (options.progress) {

@@ -38,6 +38,8 @@ struct MatrixOptions {
 };
 
 std::vector<MatrixCell> run_fault_matrix(const MatrixOptions& options);
+// Every stage output of the matrix's cells (its faulty runs' graphs), before any runs.
+std::vector<std::string> matrix_output_names(const MatrixOptions& options);
 
 struct SweepResult {
   int cases = 0, runs = 0;
