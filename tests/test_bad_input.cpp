@@ -215,8 +215,10 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       // A case or a row refused before the no-device banner: still one line, with no --impl.
       {"--trace --shape 1,1,16,64 --rows 3,99", "--rows: row 99 is past the case's 16"},
       {"--trace --shape 1,1,16,64 --mask padding=99", "key padding length 99 outside [0, 16]"},
-      {"--trace --impl cpu-emulated --shape 1,1,16,64 --snapshot-stages nosuch",
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --snapshot-stages nosuch --snapshot x.h5",
        "--snapshot-stages 'nosuch': selects no stage output (the stages here: "},
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --snapshot-stages pv", "--snapshot-stages requires --snapshot"},
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --fixture", "--fixture requires --snapshot"},
       {"--trace --impl cpu-emulated --shape 1,1,16,64 --html-stages pv[ --html x.html",
        "--html-stages 'pv[': selects no stage output"},
       {"replay " + std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5 --html-stages nosuch --html x.html",
@@ -249,6 +251,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
   }
   CHECK(fs::is_character_file("/dev/full"));
   CHECK_FALSE(fs::exists(w.dir / "x.html"));
+  CHECK_FALSE(fs::exists(w.dir / "x.h5"));
   // A link is written through: the file it leads to is made, the link stays a link.
   fs::create_symlink("target.json", w.dir / "link.json");
   CHECK(run("check " + kCapture + " --json " + (w.dir / "link.json").string(), w.dir).exit_code == 1);

@@ -179,14 +179,18 @@ int run_cli(int argc, char** argv) {
                "steps, so it runs slower) and print them under each case, and in the JSON")
       ->group("Judging");
   add_report_options(app, trace.reports, "case and implementation");
-  app.add_option("--snapshot", trace.snapshot,
-                 "write an HDF5 snapshot for `replay`: FILE holds one case, the first that diverged (else the "
-                 "first); an existing folder gets every case as IMPL.N.h5")
-      ->group("Output");
+  CLI::Option* snapshot =
+      app.add_option("--snapshot", trace.snapshot,
+                     "write an HDF5 snapshot for `replay`: FILE holds one case, the first that diverged (else the "
+                     "first); an existing folder gets every case as IMPL.N.h5")
+          ->group("Output");
   app.add_option("--snapshot-stages", trace.snapshot_stages,
-                 "store only these stage tensors (names or kinds: pv, softmax[0], normalize)")
+                 "store only these stage tensors (names or kinds: pv, softmax[0], normalize; with --snapshot)")
+      ->needs(snapshot)
       ->group("Output");
-  app.add_flag("--fixture", trace.fixture, "write the snapshots as regression fixtures")->group("Output");
+  app.add_flag("--fixture", trace.fixture, "write the snapshots as regression fixtures (with --snapshot)")
+      ->needs(snapshot)
+      ->group("Output");
   app.add_flag("--dump-descriptors", trace.dump_descriptors,
                "print every cuBLASLt call's descriptors, read back from cuBLASLt, and its lint findings")
       ->group("Output");
