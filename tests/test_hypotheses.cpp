@@ -410,3 +410,43 @@ TEST_CASE("hypothesis rescale-error on the first tile: an inverted factor is exp
 }
 
 }  // namespace fc
+
+namespace fc {
+
+TEST_CASE("hypothesis mask-mismatch: an ALiBi bias with the slope of the head before, named so", "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs& in, std::int64_t b, std::int64_t h, HeadInputs& head) {
+        if (h > 0) head.bias = head_inputs(in, b, h - 1).bias;
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("alibi"));
+  CHECK(d.output == "qk");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("the ALiBi slope of head 0") != std::string::npos);
+}
+
+TEST_CASE("hypothesis mask-mismatch: an additive bias multiplied by the softmax scale with the scores",
+          "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs& in, std::int64_t, std::int64_t, HeadInputs& head) {
+        head.bias = head.bias.unaryExpr([&](double x) { return std::isfinite(x) ? x * in.problem.scale : x; });
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("bias"));
+  CHECK(d.output == "qk");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("(the softmax scale)") != std::string::npos);
+}
+
+TEST_CASE("a factor fitted on each row of a quantity with one element a row explains nothing", "[trace][hypotheses]") {
+  // A running sum wrong by a different amount in every row: any such error is "each row the
+  // reference times its own factor", which is no evidence of a scale bug.
+  TracedRun traced("cpu-emulated-paged", {1, 2, 32, 200, 64});
+  Captured& sum1 = traced.at(Quantity::row_sum, 1);
+  for (std::int64_t i = 0; i < sum1.tensor.numel(); ++i) sum1.tensor.set(i, sum1.tensor.get(i) * (1.1 + 0.07 * (i % 5)));
+  const Divergence d = traced.judged();
+  CHECK(d.output == "softmax[1].sum");
+  CHECK(d.cause != "scale-mismatch");
+}
+
+}  // namespace fc

@@ -142,6 +142,18 @@ Explanation best_explanation(const std::vector<Explanation>& all) {
                                           ", " + best->evidence};
 }
 
+std::string named_factor(const Diagnosis& d, double factor) {
+  const double scale = d.head.scale, dim = static_cast<double>(d.head.q.cols());
+  const std::pair<double, const char*> named[] = {
+      {scale, "the softmax scale"}, {1 / scale, "1 / the softmax scale"}, {scale * scale, "the scale squared"},
+      {std::sqrt(dim), "sqrt(D)"}, {1 / std::sqrt(dim), "1 / sqrt(D)"}, {std::log(2.0), "ln 2"},
+      {1 / std::log(2.0), "log2(e)"}, {2.0, "2"}, {0.5, "1/2"}, {1.5, "1.5"}};
+  for (const auto& [value, name] : named) {
+    if (std::fabs(factor / value - 1) < 1e-3) return std::string(" (") + name + ")";
+  }
+  return "";
+}
+
 std::string explained_text(const Diagnosis& d, std::size_t explained) {
   std::ostringstream s;
   const std::size_t tested = d.bad.size();

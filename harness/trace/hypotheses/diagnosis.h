@@ -101,6 +101,10 @@ Explanation test_index_overflow(const Diagnosis& d);
 // bytes) passes 2^16, 2^31 or 2^32: the sentence that says so.
 std::optional<std::string> index_wrap_at(const Dims& dims, DType dtype, std::int64_t flat);
 
+// " (the softmax scale)", " (log2(e))", ...: what a fitted factor is among the constants a
+// kernel multiplies by (the scale, sqrt(D), ln 2, 2, ...), within 1e-3; "" when none.
+std::string named_factor(const Diagnosis& d, double factor);
+
 // "N of M bad elements" with the fraction, for evidence sentences.
 std::string explained_text(const Diagnosis& d, std::size_t explained);
 

@@ -1,6 +1,7 @@
 // mask-mismatch: the kernel's masked pattern differs from the mask's. For key-indexed
 // outputs a masked element is a -inf score or a zero probability; an element is explained
-// when the kernel masks it and the reference does not, or the other way round. For output
+// when the kernel masks it and the reference does not, or the other way round. Scores are also
+// tested for a finite bias taken a wrong number of times (bias_factor). For output
 // rows with no key to attend to (the reference's convention is 0), the kernel is tested for
 // what a finite masking bias gives there: the uniform average of V, or attention with the
 // mask ignored.
@@ -94,6 +95,51 @@ Explanation masked_pattern(const Diagnosis& d) {
   return {"mask-mismatch", static_cast<double>(explained) / static_cast<double>(d.bad.size()), evidence};
 }
 
+// What factor f of a head's ALiBi slope is: another head's slope ("" when none is).
+std::string slope_of_other_head(const Diagnosis& d, double f) {
+  const std::vector<double>& slopes = d.inputs.problem.mask.alibi_slopes;
+  const std::size_t own = static_cast<std::size_t>(d.h);
+  if (own >= slopes.size() || slopes[own] == 0) return "";
+  for (std::size_t h = 0; h < slopes.size(); ++h) {
+    if (h != own && std::fabs(f * slopes[own] / slopes[h] - 1) < 1e-3) {
+      return " (the ALiBi slope of head " + std::to_string(h) + ", " + number_text(slopes[h]) + ", where head " +
+             std::to_string(own) + "'s is " + number_text(slopes[own]) + ")";
+    }
+  }
+  return "";
+}
+
+// A finite bias (ALiBi, an additive mask) taken the wrong number of times: the kernel's score is
+// the reference's with its bias b taken f times, reference + (f - 1) b: f = 0 the bias dropped,
+// a ratio of two heads' ALiBi slopes another head's slope, the softmax scale a bias scaled with
+// the scores. f is fitted on the first bad element with a finite nonzero bias; that element is
+// evidence only once another confirms it.
+Explanation bias_factor(const Diagnosis& d) {
+  if (d.result.quantity != Quantity::scores) return {};
+  double f = 0;
+  bool fitted = false;
+  std::size_t explained = 0;
+  for (const BadElement& e : d.bad) {
+    const double bias = d.head.bias_at(e.row, e.col);
+    if (!std::isfinite(bias) || bias == 0 || !std::isfinite(e.kernel) || !std::isfinite(e.reference)) continue;
+    if (!fitted) {
+      f = 1 + (e.kernel - e.reference) / bias;
+      fitted = true;
+      continue;
+    }
+    if (d.explains(e, e.reference + (f - 1) * bias)) ++explained;
+  }
+  if (explained == 0 || std::fabs(f - 1) < 1e-3) return {};
+  ++explained;  // the element f was fitted on, confirmed
+  std::string named = std::fabs(f) < 1e-3 ? " (the bias dropped)" : slope_of_other_head(d, f);
+  if (named.empty()) named = named_factor(d, f);
+  return {"mask-mismatch", static_cast<double>(explained) / static_cast<double>(d.bad.size()),
+          d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) +
+              " is the reference with its finite mask bias taken " + number_text(f) + " times" + named +
+              ": a bias (ALiBi, additive mask) of the wrong head or batch, or scaled wrong; " +
+              explained_text(d, explained)};
+}
+
 // What a kernel writes for a row with no key when its mask is a finite bias b on every key:
 // softmax(s + b) over all keys. When b swamps the scores (s + b rounds to b) every key weighs
 // the same, the uniform average of V; when it does not, the common b cancels in the softmax and
@@ -155,8 +201,9 @@ Explanation masked_row_output(const Diagnosis& d) {
 }  // namespace
 
 Explanation test_mask_mismatch(const Diagnosis& d) {
-  if (d.key_indexed()) return masked_pattern(d);
-  return masked_row_output(d);
+  if (!d.key_indexed()) return masked_row_output(d);
+  Explanation pattern = masked_pattern(d), bias = bias_factor(d);
+  return bias.explained > pattern.explained ? bias : pattern;
 }
 
 }  // namespace fc

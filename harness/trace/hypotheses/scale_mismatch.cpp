@@ -1,6 +1,7 @@
 // scale-mismatch: the bad elements are the reference times one constant (a tensor, or each
 // row its own: a normalization or rescale missing, inverted or applied twice). The factor is
-// fitted from the first bad element and named against the quantities a kernel multiplies by.
+// fitted from the first bad element (of the tensor or the row) and named against the
+// quantities a kernel multiplies by (named_factor).
 #include <cmath>
 #include <vector>
 
@@ -9,18 +10,6 @@
 
 namespace fc {
 namespace {
-
-std::string name_of(const Diagnosis& d, double factor) {
-  const double scale = d.head.scale, dim = static_cast<double>(d.head.q.cols());
-  const std::pair<double, const char*> named[] = {
-      {scale, "the softmax scale"}, {1 / scale, "1 / the softmax scale"}, {scale * scale, "the scale squared"},
-      {std::sqrt(dim), "sqrt(D)"}, {1 / std::sqrt(dim), "1 / sqrt(D)"}, {std::log(2.0), "ln 2"},
-      {1 / std::log(2.0), "log2(e)"}, {2.0, "2"}, {0.5, "1/2"}, {1.5, "1.5"}};
-  for (const auto& [value, name] : named) {
-    if (std::fabs(factor / value - 1) < 1e-3) return std::string(" (") + name + ")";
-  }
-  return "";
-}
 
 // The softmax denominator of a row of the head, sum_j exp(s_j - max_j s_j) over its keys
 // (0 for a row with none).
@@ -51,11 +40,14 @@ std::string other_row_sum(const Diagnosis& d, Eigen::Index row, double factor) {
 
 Explanation test_scale_mismatch(const Diagnosis& d) {
   Explanation best;
-  // One factor for the tensor, then one per row.
+  // One factor for the tensor, then one per row. An element a factor is fitted on is evidence
+  // only once another element confirms the factor: a factor per row of a quantity with one
+  // element a row (a row's max, sum or lse) would explain any error at all.
   for (bool per_row : {false, true}) {
     std::size_t n = 0;
     double factor = 0;
     std::int64_t row = -1;
+    bool fit_unconfirmed = false;
     std::vector<double> factors;
     for (const BadElement& e : d.bad) {
       if (!std::isfinite(e.kernel) || e.reference == 0 || !std::isfinite(e.reference)) continue;
@@ -63,8 +55,13 @@ Explanation test_scale_mismatch(const Diagnosis& d) {
         factor = e.kernel / e.reference;
         row = e.row;
         factors.push_back(factor);
+        fit_unconfirmed = std::fabs(factor - 1) > 1e-3;
+        continue;
       }
-      if (std::fabs(factor - 1) > 1e-3 && d.explains(e, e.reference * factor)) ++n;
+      if (std::fabs(factor - 1) > 1e-3 && d.explains(e, e.reference * factor)) {
+        n += fit_unconfirmed ? 2 : 1;
+        fit_unconfirmed = false;
+      }
     }
     if (n == 0) continue;
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
@@ -73,10 +70,10 @@ Explanation test_scale_mismatch(const Diagnosis& d) {
         per_row && factors.size() > 1
             ? "each row the reference times its own factor (row " + std::to_string(d.bad.front().row) + ": " +
                   number_text(factors.front()) +
-                  (name_of(d, factors.front()).empty() ? other_row_sum(d, d.bad.front().r, factors.front())
-                                                       : name_of(d, factors.front())) +
+                  (named_factor(d, factors.front()).empty() ? other_row_sum(d, d.bad.front().r, factors.front())
+                                                       : named_factor(d, factors.front())) +
                   ")"
-                                      : "the reference times " + number_text(factors.front()) + name_of(d, factors.front());
+                                      : "the reference times " + number_text(factors.front()) + named_factor(d, factors.front());
     best = {"scale-mismatch", fraction,
             d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) + " is " + what +
                 ": a scale or normalization missing, inverted or applied twice; " + explained_text(d, n)};
