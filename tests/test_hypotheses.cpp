@@ -115,7 +115,7 @@ Captured& captured_at(TraceRun& run, Quantity q, int tile) {
 // A real traced run of a CPU implementation on a case_of("none") of this shape: its captures
 // are edited to plant a bug's evidence, then judged.
 struct TracedRun {
-  TracedRun(const std::string& name, const Shape& shape) : spec(case_of("none")) {
+  TracedRun(const std::string& name, const Shape& shape, const std::string& mask = "none") : spec(case_of(mask)) {
     spec.shape = shape;
     in = generate_inputs(spec);
     impl = make_implementation(name);
@@ -447,6 +447,51 @@ TEST_CASE("a factor fitted on each row of a quantity with one element a row expl
   const Divergence d = traced.judged();
   CHECK(d.output == "softmax[1].sum");
   CHECK(d.cause != "scale-mismatch");
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("hypothesis mask-mismatch: batch 1 masked with batch 0's finite masking bias, named so", "[trace][hypotheses]") {
+  Planted impl(
+      [](const AttentionInputs& in, std::int64_t b, std::int64_t h, HeadInputs& head) {
+        if (b == 1) head.bias = head_inputs(in, 0, h).bias;
+      },
+      nullptr);
+  const Divergence d = diverged(impl, case_of("padding=10,30+masked-bias=-1e4"));
+  CHECK(d.output == "qk");
+  CHECK(d.cause == "mask-mismatch");
+  CHECK(d.evidence.find("the head in batch 0") != std::string::npos);
+}
+
+TEST_CASE("hypothesis rescale-error: the running sum rescaled by 2^(m_prev - m_new), an exp2 without log2(e)",
+          "[trace][hypotheses]") {
+  TracedRun traced("cpu-emulated-paged", {1, 2, 32, 200, 64});
+  const Captured& sum0 = traced.at(Quantity::row_sum, 0);
+  const Captured& max0 = traced.at(Quantity::row_max, 0);
+  const Captured& max1 = traced.at(Quantity::row_max, 1);
+  Captured& sum1 = traced.at(Quantity::row_sum, 1);
+  for (std::int64_t i = 0; i < sum1.tensor.numel(); ++i) {
+    const double delta = max0.tensor.get(i) - max1.tensor.get(i);
+    sum1.tensor.set(i, sum1.tensor.get(i) + (std::exp2(delta) - std::exp(delta)) * sum0.tensor.get(i));
+  }
+  const Divergence d = traced.judged();
+  INFO(d.evidence);
+  CHECK(d.output == "softmax[1].sum");
+  CHECK(d.cause == "rescale-error");
+  CHECK(d.evidence.find("exp2 without the log2(e) factor") != std::string::npos);
+}
+
+TEST_CASE("fully-masked-row: an lse of +inf for a row with no key, where the convention is -inf", "[trace][hypotheses]") {
+  TracedRun traced("cpu-emulated-paged", {2, 2, 32, 48, 64}, "padding=48,0");
+  Captured& lse = traced.at(Quantity::lse, -1);
+  const std::int64_t first_of_batch_1 = 2 * 32;
+  for (std::int64_t i = first_of_batch_1; i < lse.tensor.numel(); ++i) lse.tensor.set(i, std::numeric_limits<double>::infinity());
+  const Divergence d = traced.judged();
+  CHECK(d.output == "normalize.lse");
+  CHECK(d.cause == "fully-masked-row");
+  CHECK(d.evidence.find("FlashAttention-2") != std::string::npos);
 }
 
 }  // namespace fc

@@ -179,11 +179,23 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
                  "every key is masked (partial lse -inf): such a split must get weight 0, and a row with no key 0";
     return;
   }
-  if (bad_value && row.masked()) {
+  // Key-indexed quantities are left to the mask hypotheses: there a -inf reference is a masked
+  // key, and a finite score in its place a mask the kernel did not apply.
+  const bool key_indexed = r.quantity == Quantity::scores || r.quantity == Quantity::probs || r.quantity == Quantity::p_tilde;
+  if (row.masked() && (bad_value || (!key_indexed && !std::isfinite(ref)))) {
     d.cause = "fully-masked-row";
-    d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
-                 std::to_string(d.index.h) + " has no key to attend to (all " + std::to_string(row.keys) +
-                 " masked): the row max is -inf and exp(-inf - (-inf)) gave " + number_text(k) + " in " + r.stage_name;
+    const std::string row_text = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
+                                 std::to_string(d.index.h) + " has no key to attend to (all " +
+                                 std::to_string(row.keys) + " masked): ";
+    // A row quantity whose reference is not finite there holds the convention for such a row (a
+    // max or lse of -inf): the kernel keeps another one.
+    d.evidence = bad_value ? row_text + "the row max is -inf and exp(-inf - (-inf)) gave " + number_text(k) + " in " +
+                                 r.stage_name
+                           : row_text + r.stage_name + " holds " + number_text(k) + " where the convention for such a row is " +
+                                 number_text(ref) +
+                                 (k == kInf ? " (FlashAttention-2 writes an lse of +inf there, so that its backward's "
+                                                   "exp(s - lse) is 0)"
+                                                 : "");
     return;
   }
   // Out of range only when a value really exceeds the format it is stored in: the score, or

@@ -1,7 +1,8 @@
 // mask-mismatch: the kernel's masked pattern differs from the mask's. For key-indexed
 // outputs a masked element is a -inf score or a zero probability; an element is explained
 // when the kernel masks it and the reference does not, or the other way round. Scores are also
-// tested for a finite bias taken a wrong number of times (bias_factor). For output
+// tested for another head's or batch's mask (other_head_mask) and for a finite bias taken a
+// wrong number of times (bias_factor). For output
 // rows with no key to attend to (the reference's convention is 0), the kernel is tested for
 // what a finite masking bias gives there: the uniform average of V, or attention with the
 // mask ignored.
@@ -9,6 +10,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "core/numeric.h"
 #include "harness/trace/hypotheses/diagnosis.h"
@@ -140,6 +143,55 @@ Explanation bias_factor(const Diagnosis& d) {
               explained_text(d, explained)};
 }
 
+// The mask of another (batch, head): the kernel's scores are the reference's with this head's
+// mask replaced by that one's (a mask or bias indexed by the wrong batch or head). The other
+// heads of the batch first, then the head in the other batches, then the rest: at most 256.
+Explanation other_head_mask(const Diagnosis& d) {
+  if (d.result.quantity != Quantity::scores) return {};
+  const Problem& p = d.inputs.problem;
+  const std::int64_t batches = p.shape.batch, heads = p.shape.heads;
+  std::vector<std::pair<std::int64_t, std::int64_t>> candidates;
+  for (std::int64_t h = 0; h < heads; ++h) {
+    if (h != d.h) candidates.emplace_back(d.b, h);
+  }
+  for (std::int64_t b = 0; b < batches; ++b) {
+    if (b != d.b) candidates.emplace_back(b, d.h);
+  }
+  for (std::int64_t b = 0; b < batches && candidates.size() < 256; ++b) {
+    for (std::int64_t h = 0; h < heads && candidates.size() < 256; ++h) {
+      if (b != d.b && h != d.h) candidates.emplace_back(b, h);
+    }
+  }
+  if (candidates.size() > 256) candidates.resize(256);
+  // Each bad element's score without its mask, as the reference forms it.
+  std::vector<double> unmasked(d.bad.size());
+  for (std::size_t i = 0; i < d.bad.size(); ++i) {
+    const BadElement& e = d.bad[i];
+    double s = d.head.scale * d.head.q.row(e.r).dot(d.head.k().row(e.col));
+    if (d.head.softcap > 0) s = d.head.softcap * std::tanh(s / d.head.softcap);
+    unmasked[i] = s;
+  }
+  Explanation best;
+  for (const auto& [b, h] : candidates) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < d.bad.size(); ++i) {
+      const BadElement& e = d.bad[i];
+      if (d.explains(e, unmasked[i] + mask_bias(p, b, h, e.row, e.col))) ++n;
+    }
+    const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
+    if (n == 0 || fraction <= best.explained) continue;
+    const std::string which = b == d.b ? "head " + std::to_string(h) + " of the batch"
+                                       : h == d.h ? "the head in batch " + std::to_string(b)
+                                                  : "b=" + std::to_string(b) + " h=" + std::to_string(h);
+    best = {"mask-mismatch", fraction,
+            d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) + " is masked as " + which +
+                " is (mask and bias of b=" + std::to_string(b) + " h=" + std::to_string(h) +
+                "): a mask or bias read for the wrong batch or head; " + explained_text(d, n)};
+    if (n == d.bad.size()) break;
+  }
+  return best;
+}
+
 // What a kernel writes for a row with no key when its mask is a finite bias b on every key:
 // softmax(s + b) over all keys. When b swamps the scores (s + b rounds to b) every key weighs
 // the same, the uniform average of V; when it does not, the common b cancels in the softmax and
@@ -202,8 +254,11 @@ Explanation masked_row_output(const Diagnosis& d) {
 
 Explanation test_mask_mismatch(const Diagnosis& d) {
   if (!d.key_indexed()) return masked_row_output(d);
-  Explanation pattern = masked_pattern(d), bias = bias_factor(d);
-  return bias.explained > pattern.explained ? bias : pattern;
+  Explanation best = masked_pattern(d);
+  for (Explanation other : {bias_factor(d), other_head_mask(d)}) {
+    if (other.explained > best.explained) best = std::move(other);
+  }
+  return best;
 }
 
 }  // namespace fc
