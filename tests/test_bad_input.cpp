@@ -195,6 +195,14 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
   const std::string kCapture = std::string(FC_TEST_DATA_DIR) + "/cudnn_masked_rows.npz";
   const std::string kReport = (w.dir / "report.npz").string(), kTwice = (w.dir / "twice.out").string();
   fs::copy_file(std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz", kReport);
+  // Inputs an output must not be written over, refused before any work: a fixture folder's
+  // MANIFEST and fixtures, a replayed snapshot, a loaded plugin library.
+  const fs::path fixtures = w.dir / "fixtures";
+  fs::create_directories(fixtures);
+  fs::copy_file(std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5", fixtures / "clean.h5");
+  std::ofstream(fixtures / "MANIFEST") << "# file impl fault verdict first-divergence cause\n";
+  const std::string kFixture = (fixtures / "clean.h5").string(), kPlugin = (w.dir / "plugin.so").string();
+  fs::copy_file(std::string(FC_TEST_PLUGIN_DIR) + "/test_plugin.so", kPlugin);
   std::vector<std::pair<std::string, std::string>> cases = {
       {"faults --fault typo", "--fault 'typo': unknown fault"},
       {"faults --impl nosuch", "--impl 'nosuch': unknown implementation"},
@@ -235,6 +243,11 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
       {"check " + kCapture + " --json twice.json --html ./twice.json", "./twice.json: cannot write: named as an output twice"},
       {"check " + kCapture + " --json ''", "--json: an empty value"},
+      {"fixtures " + fixtures.string() + " --json " + (fixtures / "MANIFEST").string(), "MANIFEST: cannot write: it is an input"},
+      {"fixtures " + fixtures.string() + " --junit " + kFixture, "clean.h5: cannot write: it is an input"},
+      {"replay " + kFixture + " --json " + kFixture, "clean.h5: cannot write: it is an input"},
+      {"--plugin " + kPlugin + " --trace --impl cpu-emulated --shape 1,1,4,8 --json " + kPlugin,
+       "plugin.so: cannot write: it is an input"},
       {"check " + kCapture + " --html-stages pv --html x.html", "--html-stages: check's HTML report draws no heatmaps"},
       // Devices hidden: a fault only GPU implementations have leaves nothing to run.
       {"--trace --inject attr-int32 --shape 1,1,16,16,64", "only GPU implementations have this fault"},
@@ -261,6 +274,8 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
   CHECK(run("check " + kCapture + " --json /dev/null", w.dir).exit_code == 1);  // the capture diverges
   CHECK(fs::is_character_file("/dev/null"));
   CHECK(fs::file_size(kReport) == fs::file_size(std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz"));
+  CHECK(fs::file_size(kPlugin) == fs::file_size(std::string(FC_TEST_PLUGIN_DIR) + "/test_plugin.so"));
+  CHECK(fs::file_size(kFixture) == fs::file_size(std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5"));
   CHECK_FALSE(fs::exists(kTwice));
 }
 

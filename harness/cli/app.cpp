@@ -99,6 +99,12 @@ void add_case_options(CLI::App& app, PlanOptions& plan) {
   app.add_option("--scale", plan.scale, "softmax scale (default 1/sqrt(D))")->group("Cases");
 }
 
+// An option whose values are files the command reads: noted as it is parsed, so that an output
+// path naming one is refused before any work (not only when the output is written).
+CLI::Option* reads_files(CLI::Option* option) {
+  return option->each([](const std::string& path) { note_input_file(path); });
+}
+
 // --json, --junit and --html FILE; `testcase` says what one JUnit testcase is.
 void add_report_options(CLI::App& app, ReportFiles& reports, const std::string& testcase) {
   app.add_option("--json", reports.json, "also write the results as JSON to FILE")->group("Output");
@@ -200,7 +206,7 @@ int run_cli(int argc, char** argv) {
   reference.command_line = trace.command_line;
   CLI::App* ref = app.add_subcommand(
       "reference", "compute every reference stage of a bug report (PyTorch SDPA form, .npz) in FP64 into HDF5");
-  ref->add_option("input", reference.input, "the report: q, k, v [B,H,S,D], optional attn_mask, scale, is_causal")
+  reads_files(ref->add_option("input", reference.input, "the report: q, k, v [B,H,S,D], optional attn_mask, scale, is_causal"))
       ->required();
   ref->add_option("--out", reference.out, "HDF5 file to write (docs/snapshot-format.md)")->required();
   ref->add_option("--page-width", reference.page_width, "also write the online-softmax quantities per page of this width");
@@ -213,7 +219,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* check_cmd = app.add_subcommand(
       "check", "judge a kernel's captured outputs (out, lse, intermediates) against the FP64 reference under the "
                "bounds of its arithmetic: INPUTS [OUTPUT], or several captures or folders of them, in parallel");
-  check_cmd->add_option("files", check.paths, "captures (.npz or .h5: q, k, v and out, lse, ...; docs/check.md)")
+  reads_files(check_cmd->add_option("files", check.paths, "captures (.npz or .h5: q, k, v and out, lse, ...; docs/check.md)"))
       ->required();
   check_cmd->add_option("--arithmetic", check.arithmetic, "how the kernel computes: " + arithmetic_help());
   add_report_options(*check_cmd, check.reports, "capture");
@@ -224,7 +230,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* replay_cmd = app.add_subcommand(
       "replay", "recompute the references and comparisons of a snapshot (on the CPU unless --reference gpu) and report "
                 "as the live run did");
-  replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)")->required();
+  reads_files(replay_cmd->add_option("file", replay.file, "snapshot or fixture (.h5)"))->required();
   add_report_options(*replay_cmd, replay.reports, "snapshot");
   add_bound_option(*replay_cmd, replay.judge);
   add_reference_option(*replay_cmd, replay.judge, false);
@@ -232,8 +238,8 @@ int run_cli(int argc, char** argv) {
 
   DiffCommand diff;
   CLI::App* diff_cmd = app.add_subcommand("diff", "compare two snapshots of the same case stage by stage");
-  diff_cmd->add_option("a", diff.a, "the snapshot before")->required();
-  diff_cmd->add_option("b", diff.b, "the snapshot after")->required();
+  reads_files(diff_cmd->add_option("a", diff.a, "the snapshot before"))->required();
+  reads_files(diff_cmd->add_option("b", diff.b, "the snapshot after"))->required();
   add_quiet_flag(*diff_cmd, diff.quiet);
 
   FaultsCommand faults;
@@ -257,7 +263,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* triage_cmd = app.add_subcommand(
       "triage", "a NaN bug report (.npz in PyTorch SDPA form, or .h5): input findings, the first bad stage of each "
                 "implementation with its cause, and --minimize");
-  triage_cmd->add_option("report", triage.report, "the report")->required();
+  reads_files(triage_cmd->add_option("report", triage.report, "the report"))->required();
   triage_cmd->add_option("--impl", triage.impls, "only these implementations");
   triage_cmd->add_option("--dtype", triage.dtype, "fp16 or bf16: what fp32 inputs are rounded to for the kernels")
       ->check(CLI::IsMember({"fp16", "bf16"}));
@@ -326,8 +332,8 @@ int run_cli(int argc, char** argv) {
   const std::string plugin_help =
       "load attention implementations from a plugin library (include/flashcore/plugin.h; repeatable; also "
       "FLASHCORE_PLUGINS=PATH:PATH)";
-  CLI::Option* plugin_option = app.add_option("--plugin", plugins, plugin_help)->group("Plugins");
-  for (CLI::App* command : app.get_subcommands({})) command->add_option("--plugin", plugins, plugin_help)->group("Plugins");
+  CLI::Option* plugin_option = reads_files(app.add_option("--plugin", plugins, plugin_help))->group("Plugins");
+  for (CLI::App* command : app.get_subcommands({})) reads_files(command->add_option("--plugin", plugins, plugin_help))->group("Plugins");
 
   try {
     app.parse(argc, argv);

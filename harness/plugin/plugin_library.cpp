@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "core/error.h"
+#include "harness/io/staged_file.h"
 #include "harness/plugin/crash_guard.h"
 
 namespace fc {
@@ -27,6 +28,7 @@ std::int32_t plugin_dtype_of(DType dtype) {
 }
 
 PluginLibrary::PluginLibrary(std::string path) : path_(std::move(path)) {
+  note_input_file(path_);  // FLASHCORE_PLUGINS too: no output is written over a loaded library
   const std::string where = "--plugin " + path_;
   // Loading runs the library's constructors: plugin code. RTLD_NODELETE: closing the handle
   // leaves the code mapped, so that a CUDA runtime linked into the plugin is never torn down
