@@ -12,6 +12,7 @@
 #include "harness/check/captured.h"
 #include "harness/inputs.h"
 #include "harness/io/capture_file.h"
+#include "harness/io/case_loader.h"
 #include "harness/io/case_file.h"
 #include "harness/io/npz.h"
 #include "harness/trace/judge.h"
@@ -150,6 +151,105 @@ TEST_CASE("a NaN where the reference is finite is a finding at its element, a ro
   REQUIRE(j.result.divergence);
   CHECK(j.result.divergence->cause == "fully-masked-row");
   CHECK(j.result.divergence->index == Index4{0, 0, 2, 1});
+}
+
+// A report's output alone, computed as another problem: the output of `other`'s inputs.
+std::string cause_of_output_from(const AttentionInputs& asked, const AttentionInputs& other, std::string* evidence) {
+  const std::map<std::string, HostTensor> outputs{{"out", compute_reference(other, {}).output.to(asked.problem.dtype)}};
+  const Judged j = judge(capture_of(asked, outputs));
+  REQUIRE(j.result.divergence);
+  *evidence = j.result.divergence->evidence;
+  return j.result.divergence->cause;
+}
+
+TEST_CASE("an output alone that is another problem's attention is named: scale, causal alignment, K/V head",
+          "[check]") {
+  std::string evidence;
+  {  // The scale applied twice (q pre-scaled, then scale = 1/sqrt(D) passed again).
+    const AttentionInputs in = inputs_of({1, 2, 32, 48, 64}, "none");
+    AttentionInputs twice = in;
+    twice.problem.scale = in.problem.scale * in.problem.scale;
+    CHECK(cause_of_output_from(in, twice, &evidence) == "scale-mismatch");
+    CHECK(evidence.find("the scale applied twice") != std::string::npos);
+  }
+  {  // is_causal with Sq < Sk: aligned bottom-right where SDPA means top-left.
+    const AttentionInputs in = inputs_of({1, 2, 16, 64, 64}, "causal");
+    AttentionInputs bottom_right = in;
+    bottom_right.problem.mask.causal = Causal::bottom_right;
+    CHECK(cause_of_output_from(in, bottom_right, &evidence) == "mask-mismatch");
+    CHECK(evidence.find("causal aligned bottom-right") != std::string::npos);
+  }
+  {  // GQA K/V heads expanded with repeat, not repeat_interleave: the two K/V heads swapped here.
+    const AttentionInputs in = inputs_of({1, 4, 32, 48, 64, 2}, "none");
+    AttentionInputs swapped = in;
+    const std::int64_t per_head = 48 * 64;
+    for (HostTensor* t : {&swapped.k, &swapped.v}) {
+      const HostTensor original = *t;
+      for (std::int64_t i = 0; i < per_head; ++i) {
+        t->set(i, original.get(per_head + i));
+        t->set(per_head + i, original.get(i));
+      }
+    }
+    CHECK(cause_of_output_from(in, swapped, &evidence) == "wrong-operand");
+    CHECK(evidence.find("K/V head 1, where query head 0's K/V head is 0") != std::string::npos);
+  }
+}
+
+TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-overflow, its scores not captured",
+          "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
+  for (std::int64_t c = 0; c < 64; ++c) {
+    in.q.set(3 * 64 + c, 40.0);  // row 3 . key 5 = 64 * 40 * 40 = 102400 > 65504
+    in.k.set(5 * 64 + c, 40.0);
+  }
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(3 * 64 + c, NAN);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->index == Index4{0, 0, 3, 0});
+  CHECK(j.result.divergence->cause == "score-overflow");
+}
+
+TEST_CASE("a row masked by float32's most negative bias in an fp16 kernel is fully-masked-row", "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
+  HostTensor bias(DType::f32, {1, 1, 16, 32});
+  for (std::int64_t j = 0; j < 32; ++j) bias.set(2 * 32 + j, -3.4028234663852886e38);
+  in.problem.mask.dense = bias;
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(2 * 64 + c, NAN);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->index == Index4{0, 0, 2, 0});
+  CHECK(j.result.divergence->cause == "fully-masked-row");
+  CHECK(j.result.divergence->evidence.find("beyond fp16's range") != std::string::npos);
+}
+
+TEST_CASE("a key padding mask [B,1,1,Sk] broadcasts over the query rows, as PyTorch's SDPA reads it", "[check]") {
+  TempDir dir;
+  const AttentionInputs in = inputs_of({2, 2, 16, 24, 32}, "none");
+  HostTensor mask(DType::boolean, {2, 1, 1, 24});
+  const std::int64_t lengths[] = {10, 24};
+  for (std::int64_t b = 0; b < 2; ++b) {
+    for (std::int64_t j = 0; j < 24; ++j) mask.set(b * 24 + j, j < lengths[b] ? 1 : 0);
+  }
+  const fs::path path = dir.path / "report.npz";
+  write_npz(path.string(), {{"q", in.q}, {"k", in.k}, {"v", in.v}, {"attn_mask", mask}});
+  const LoadedCase report = load_case(path.string());
+  REQUIRE(report.inputs.problem.mask.dense.dims() == Dims{2, 1, 16, 24});
+  for (std::int64_t b = 0; b < 2; ++b) {
+    for (std::int64_t i = 0; i < 16; ++i) {
+      for (std::int64_t j = 0; j < 24; ++j) CHECK((mask_bias(report.inputs.problem, b, 1, i, j) == 0) == (j < lengths[b]));
+    }
+  }
+  // A query-row dimension that is neither 1 nor Sq is still refused, naming the shape.
+  write_npz(path.string(), {{"q", in.q}, {"k", in.k}, {"v", in.v}, {"attn_mask", HostTensor(DType::boolean, {2, 1, 3, 24})}});
+  std::string refused;
+  try {
+    load_case(path.string());
+  } catch (const Error& e) {
+    refused = e.what();
+  }
+  CHECK(refused.find("does not broadcast") != std::string::npos);
 }
 
 TEST_CASE("a wrong lse is found in the lse stage, stage-locally when the row max and sum were captured", "[check]") {

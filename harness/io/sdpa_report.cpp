@@ -6,6 +6,8 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/numeric.h"
+#include "core/resource_usage.h"
 #include "harness/io/npz.h"
 #include "harness/io/printable.h"
 
@@ -99,7 +101,29 @@ HostTensor read_mask(const std::string& path, const NpyArray& a, const Shape& s)
     throw file_error(path, std::string("'attn_mask' has dtype ") + dtype_name(type) + "; expected bool or float");
   }
   // Float masks are used as fp32, the format the kernels read them in.
-  return type == DType::boolean ? t.reshaped(d) : t.reshaped(d).to(DType::f32);
+  HostTensor mask = type == DType::boolean ? t.reshaped(d) : t.reshaped(d).to(DType::f32);
+  // PyTorch broadcasts a query or key dimension of 1 ([B,1,1,Sk]: a key padding mask); the
+  // problem holds [Bm,Hm,Sq,Sk], so such a dimension is repeated here. Other shapes are left to
+  // the problem's check, which names them.
+  const bool rows_broadcast = d[2] == 1 && s.q_len != 1, keys_broadcast = d[3] == 1 && s.kv_len != 1;
+  if ((!rows_broadcast && !keys_broadcast) || (d[2] != 1 && d[2] != s.q_len) || (d[3] != 1 && d[3] != s.kv_len)) return mask;
+  const double bytes = static_cast<double>(d[0] * d[1]) * static_cast<double>(s.q_len) * static_cast<double>(s.kv_len) *
+                       static_cast<double>(dtype_size(mask.dtype()));
+  if (bytes > static_cast<double>(physical_host_bytes()) / 2) {
+    throw file_error(path, "'attn_mask' of shape " + dims_string(t.dims()) + " broadcast to " +
+                               dims_string({d[0], d[1], s.q_len, s.kv_len}) + " needs " + number_text(bytes / (1 << 30)) +
+                               " GiB, more than half this machine's memory");
+  }
+  HostTensor full(mask.dtype(), {d[0], d[1], s.q_len, s.kv_len});
+  for (std::int64_t m = 0; m < d[0] * d[1]; ++m) {
+    for (std::int64_t i = 0; i < s.q_len; ++i) {
+      for (std::int64_t j = 0; j < s.kv_len; ++j) {
+        const std::int64_t from = (m * d[2] + (rows_broadcast ? 0 : i)) * d[3] + (keys_broadcast ? 0 : j);
+        full.set((m * s.q_len + i) * s.kv_len + j, mask.get(from));
+      }
+    }
+  }
+  return full;
 }
 
 // Sequence lengths from flash_attn_varlen_func's cu_seqlens: [B + 1], from 0, never

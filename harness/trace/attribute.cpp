@@ -179,6 +179,17 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
                  "every key is masked (partial lse -inf): such a split must get weight 0, and a row with no key 0";
     return;
   }
+  // Every key of the row masked by a finite bias the input format cannot hold (float32's most
+  // negative value in an fp16 kernel): rounded to the format, the row has no key.
+  if (bad_value && !row.masked() && row.attended_in_format == 0) {
+    d.cause = "fully-masked-row";
+    d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
+                 std::to_string(d.index.h) + " masks each of its " + std::to_string(row.attended) +
+                 " keys with a finite bias beyond " + dtype_name(inputs.problem.dtype) + "'s range: rounded to " +
+                 dtype_name(inputs.problem.dtype) + " every one is -inf, the row has no key, and exp(-inf - (-inf)) gave " +
+                 number_text(k) + " in " + r.stage_name + " (a finite-bias mask such as float32's min needs the kernel's format's min)";
+    return;
+  }
   // Key-indexed quantities are left to the mask hypotheses: there a -inf reference is a masked
   // key, and a finite score in its place a mask the kernel did not apply.
   const bool key_indexed = r.quantity == Quantity::scores || r.quantity == Quantity::probs || r.quantity == Quantity::p_tilde;
@@ -216,6 +227,23 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
                              " (is q.k formed in " + dtype_name(r.dtype) + " before it is scaled?)";
       return;
     }
+  }
+  // A stage after the scores with nothing finite where the reference is: the row's scores, or
+  // q.k before the scale, beyond the 16-bit input format. A kernel that forms them in that
+  // format gets an infinity, and the softmax of the row NaN; its scores were not captured (a
+  // bug report's output alone), so the scores' own check could not name it.
+  const double input_largest = max_finite(inputs.problem.dtype);
+  const double largest_score = row.largest_product * std::max(1.0, inputs.problem.scale);
+  if (bad_value && r.kind != StageKind::qk && !row.masked() && dtype_size(inputs.problem.dtype) == 2 &&
+      largest_score > input_largest) {
+    d.cause = "score-overflow";
+    d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
+                 std::to_string(d.index.h) + " has a product q.k of " + number_text(row.largest_product) +
+                 " before the scale " + number_text(inputs.problem.scale) + ", beyond " + dtype_name(inputs.problem.dtype) +
+                 "'s " + number_text(input_largest) + ": formed in " + dtype_name(inputs.problem.dtype) +
+                 " it is an infinity, and the row's softmax NaN; " + r.stage_name + " holds " + number_text(k) +
+                 " (is q.k formed in " + dtype_name(inputs.problem.dtype) + " before it is scaled?)";
+    return;
   }
   if (bad_value && r.kind == StageKind::softmax && row.row_max > kFp32ExpOverflow) {
     const std::optional<double> s = captured_score(run, outputs, r, d.index);
@@ -355,7 +383,10 @@ RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64
     const double bias = in.bias(0, j);
     if (bias == -kInf) continue;
     ++ctx.attended;
-    ctx.row_max = std::max(ctx.row_max, in.scale * in.q.row(0).dot(in.k().row(j)) + bias);
+    ctx.attended_in_format += bias >= -max_finite(inputs.problem.dtype);
+    const double product = in.q.row(0).dot(in.k().row(j));
+    ctx.largest_product = std::max(ctx.largest_product, std::fabs(product));
+    ctx.row_max = std::max(ctx.row_max, in.scale * product + bias);
   }
   for (std::int64_t j = 0; j < s.kv_len && ctx.attended > 0; ++j) {
     const double bias = in.bias(0, j);

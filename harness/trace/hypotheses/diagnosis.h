@@ -97,6 +97,7 @@ Explanation test_scale_mismatch(const Diagnosis& d);
 Explanation test_rescale_factor(const Diagnosis& d);
 Explanation test_lower_precision(const Diagnosis& d);
 Explanation test_index_overflow(const Diagnosis& d);
+Explanation test_other_problem(const Diagnosis& d);
 // When logical element `flat` of a tensor starts the first row whose offset (in elements or
 // bytes) passes 2^16, 2^31 or 2^32: the sentence that says so.
 std::optional<std::string> index_wrap_at(const Dims& dims, DType dtype, std::int64_t flat);

@@ -1,0 +1,144 @@
+// The kernel solved another attention problem than the one asked: its output equals the FP64
+// attention output of the same inputs read another way. For an output compared with nothing
+// captured before it (a bug report's `out` alone), the element-wise hypotheses have no
+// intermediate to test, but the whole output of each alternative problem can be formed for the
+// bad rows and compared: another softmax scale (scale-mismatch), the causal mask aligned the
+// other way, dropped, or the mask read transposed (mask-mismatch), the K/V of another head or
+// batch (wrong-operand).
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "core/numeric.h"
+#include "harness/trace/hypotheses/diagnosis.h"
+#include "reference/attention.h"
+
+namespace fc {
+namespace {
+
+using Bias = std::function<double(std::int64_t row, std::int64_t key)>;
+
+struct Alternative {
+  std::string cause, what;
+  const MatrixR* k = nullptr;
+  const MatrixR* v = nullptr;
+  double scale = 0;
+  Bias bias;
+};
+
+// Row `r` (query row `row`) of softmax(scale q k^T (soft-capped) + bias) v, in FP64; 0 for a row
+// with no key, the reference's convention.
+Eigen::RowVectorXd output_row(const Diagnosis& d, const Alternative& a, Eigen::Index r, std::int64_t row) {
+  const std::int64_t keys = a.k->rows();
+  Eigen::RowVectorXd s = a.scale * (d.head.q.row(r) * a.k->transpose());
+  if (d.head.softcap > 0) s = (d.head.softcap * (s.array() / d.head.softcap).tanh()).matrix();
+  for (std::int64_t j = 0; j < keys; ++j) s(j) += a.bias(row, j);
+  const double m = s.maxCoeff();
+  if (!std::isfinite(m)) return Eigen::RowVectorXd::Zero(a.v->cols());
+  const Eigen::RowVectorXd p = (s.array() - m).exp().matrix();
+  return (p / p.sum()) * *a.v;
+}
+
+std::size_t explained_by(const Diagnosis& d, const Alternative& a) {
+  std::map<Eigen::Index, Eigen::RowVectorXd> rows;
+  std::size_t n = 0;
+  for (const BadElement& e : d.bad) {
+    auto it = rows.find(e.r);
+    if (it == rows.end()) it = rows.emplace(e.r, output_row(d, a, e.r, e.row)).first;
+    if (d.explains(e, it->second(e.c))) ++n;
+  }
+  return n;
+}
+
+const char* causal_name(Causal c) {
+  switch (c) {
+    case Causal::top_left: return "causal aligned top-left (key <= row)";
+    case Causal::bottom_right: return "causal aligned bottom-right (key <= row + Sk - Sq)";
+    default: return "no causal mask";
+  }
+}
+
+}  // namespace
+
+Explanation test_other_problem(const Diagnosis& d) {
+  if (d.result.quantity != Quantity::output || d.result.dims.size() != 4 || d.kernel.size() == 0) return {};
+  const Problem& p = d.inputs.problem;
+  const Shape& s = p.shape;
+  // Every alternative forms the whole rows it tests: bounded work, a few seconds at most.
+  if (static_cast<double>(s.kv_len) * static_cast<double>(s.head_dim) * static_cast<double>(d.bad.size()) > 4e9) {
+    return {};
+  }
+  const Bias own = [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, row, key); };
+  std::vector<Alternative> alternatives;
+  const auto with_scale = [&](double factor, const std::string& why) {
+    if (std::fabs(factor - 1) < 1e-6) return;  // the problem itself
+    Alternative a{"scale-mismatch",
+                  "attention with the softmax scale " + number_text(d.head.scale * factor) + " (" + why + ") where it is " +
+                      number_text(d.head.scale),
+                  &d.head.k(), &d.head.v(), d.head.scale * factor, own};
+    alternatives.push_back(std::move(a));
+  };
+  const double dim = static_cast<double>(s.head_dim);
+  with_scale(d.head.scale, "the scale applied twice");
+  with_scale(1 / d.head.scale, "no scale");
+  with_scale(std::sqrt(dim) * d.head.scale, "1/sqrt(D) applied twice where the scale is not 1/sqrt(D)");
+  with_scale(1 / std::log(2.0), "log2(e): exp2 without the conversion");
+  with_scale(std::log(2.0), "ln 2");
+
+  // The causal part another way; the mask read transposed (key padding as query padding).
+  std::vector<Problem> variants;
+  variants.reserve(3);
+  for (const Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+    if (c == p.mask.causal) continue;
+    variants.push_back(p);
+    variants.back().mask.causal = c;
+  }
+  for (const Problem& v : variants) {
+    alternatives.push_back({"mask-mismatch",
+                            std::string("attention with ") + causal_name(v.mask.causal) + " where the mask has " +
+                                causal_name(p.mask.causal),
+                            &d.head.k(), &d.head.v(), d.head.scale,
+                            [&v, &d](std::int64_t row, std::int64_t key) { return mask_bias(v, d.b, d.h, row, key); }});
+  }
+  if (s.q_len == s.kv_len && p.mask.describe() != "none") {
+    alternatives.push_back({"mask-mismatch", "attention with the mask transposed (rows as keys: key padding applied to queries)",
+                            &d.head.k(), &d.head.v(), d.head.scale,
+                            [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, key, row); }});
+  }
+
+  // The K/V of another head of the batch, or of this head in another batch.
+  std::vector<HeadInputs> others;
+  std::vector<std::string> other_names;
+  const std::int64_t kv_heads = s.kv_head_count(), own_kv = s.kv_head_of(d.h);
+  for (std::int64_t kv = 0; kv < kv_heads && others.size() < 32; ++kv) {
+    if (kv == own_kv) continue;
+    others.push_back(head_inputs(d.inputs, d.b, kv * s.group(), BiasForm::mask));
+    other_names.push_back("K/V head " + std::to_string(kv) + ", where query head " + std::to_string(d.h) + "'s K/V head is " +
+                          std::to_string(own_kv));
+  }
+  for (std::int64_t b = 0; b < s.batch && others.size() < 48; ++b) {
+    if (b == d.b || p.kv_len_of(b) != p.kv_len_of(d.b)) continue;
+    others.push_back(head_inputs(d.inputs, b, d.h, BiasForm::mask));
+    other_names.push_back("the K/V of batch " + std::to_string(b));
+  }
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    if (others[i].k().rows() != d.head.k().rows()) continue;
+    alternatives.push_back({"wrong-operand", "attention over " + other_names[i], &others[i].k(), &others[i].v(),
+                            d.head.scale, own});
+  }
+
+  Explanation best;
+  for (const Alternative& a : alternatives) {
+    const std::size_t n = explained_by(d, a);
+    const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
+    if (n == 0 || fraction <= best.explained) continue;
+    best = {a.cause, fraction,
+            d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) + " equals " + a.what + ": " +
+                explained_text(d, n)};
+  }
+  return best;
+}
+
+}  // namespace fc
