@@ -132,6 +132,14 @@ TEST_CASE("damaged files give exit 2 and one line naming the file, never a crash
   mutations.push_back({"/meta shape disagreeing with the inputs", path("shape"), true});
   test::set_int_attribute_copy(w.good, path("version"), "/", "schema_version", {kSchemaVersion + 1});
   mutations.push_back({"a newer schema version", path("version"), true});
+  // A stage placed where the graph has no place (a page of a full-row graph, a split of an
+  // unsplit one: once "internal error: map::at"), a value scale of 0.
+  test::set_int_attribute_copy(w.good, path("page"), "/stages/pv", "page", {1000000});
+  mutations.push_back({"pv on page 1000000 of a full-row graph", path("page"), true});
+  test::set_int_attribute_copy(w.good, path("split"), "/stages/pv", "split", {3});
+  mutations.push_back({"pv in split 3 of an unsplit graph", path("split"), true});
+  test::set_int_attribute_copy(w.good, path("value_scale"), "/stages/pv", "value_scale", {0});
+  mutations.push_back({"pv's value scale 0", path("value_scale"), true});
   Rng rng(77, 3);
   for (int i = 0; i < 130; ++i) {  // single flipped bytes anywhere
     const std::size_t offset = static_cast<std::size_t>(rng.below(static_cast<std::int64_t>(size)));
@@ -202,6 +210,13 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
   fs::copy_file(std::string(FC_SOURCE_DIR) + "/fixtures/clean.cpu-emulated.h5", fixtures / "clean.h5");
   std::ofstream(fixtures / "MANIFEST") << "# file impl fault verdict first-divergence cause\n";
   const std::string kFixture = (fixtures / "clean.h5").string(), kPlugin = (w.dir / "plugin.so").string();
+  // A report with is_causal misspelt: the reference of it would be unmasked.
+  const std::string kMisspelt = (w.dir / "misspelt.npz").string();
+  {
+    std::map<std::string, HostTensor> arrays;
+    for (const auto& [name, array] : read_npz(kReport)) arrays[name == "is_causal" ? "is_casual" : name] = array.tensor;
+    write_npz(kMisspelt, arrays);
+  }
   fs::copy_file(std::string(FC_TEST_PLUGIN_DIR) + "/test_plugin.so", kPlugin);
   std::vector<std::pair<std::string, std::string>> cases = {
       {"faults --fault typo", "--fault 'typo': unknown fault"},
@@ -240,6 +255,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       // as root that replaced it), the command's own input, one path for two outputs, an empty one.
       {"check " + kCapture + " --json /dev/full", "/dev/full: write failed"},
       {"reference " + kReport + " --out " + kReport, "cannot write: it is an input of this command"},
+      {"reference " + kMisspelt + " --out r.h5", "misspelt.npz: unknown array 'is_casual'"},
       {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
       {"check " + kCapture + " --json twice.json --html ./twice.json", "./twice.json: cannot write: named as an output twice"},
       {"check " + kCapture + " --json ''", "--json: an empty value"},

@@ -85,8 +85,10 @@ std::map<std::string, std::size_t> by_name(const CaseResult& r) {
 int run_diff(const DiffCommand& command) {
   Snapshot a = read_snapshot(H5Reader(command.a)), b = read_snapshot(H5Reader(command.b));
   require_same_case(a, b, command.b);
-  const CaseResult ra = judge_run(a.impl, a.file.inputs, a.file.description, a.run);
-  const CaseResult rb = judge_run(b.impl, b.file.inputs, b.file.description, b.run);
+  const CaseResult ra =
+      judged_from_file(command.a, [&] { return judge_run(a.impl, a.file.inputs, a.file.description, a.run); });
+  const CaseResult rb =
+      judged_from_file(command.b, [&] { return judge_run(b.impl, b.file.inputs, b.file.description, b.run); });
   const std::map<std::string, std::size_t> in_a = by_name(ra), in_b = by_name(rb);
   const bool colour = colour_stdout();
   std::ostream& out = detail_stream(command.quiet);

@@ -192,7 +192,8 @@ int run_fixtures(const FixturesCommand& command) {
     }
 
     std::vector<OutputReferences> references;
-    const CaseResult replay = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references);
+    const CaseResult replay =
+        judged_from_file(path, [&] { return judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references); });
     const double drift = reference_drift(s, references, reader);
     std::ostringstream drift_text;
     drift_text << "stored references within " << drift << " of the recomputed ones (1e-12 allowed)";

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "harness/cli/commands.h"
+#include "harness/io/capture_file.h"
 #include "harness/io/case_loader.h"
 #include "harness/io/staged_file.h"
 #include "harness/io/streamed_reference.h"
@@ -13,6 +14,7 @@ int run_reference(const ReferenceCommand& command) {
   if (command.page_width < 0 || command.splits < 0) throw Error("--page-width and --splits must be positive");
   check_output_path(command.out);
   const LoadedCase c = load_case(command.input);
+  read_capture_file(command.input);  // an array no report holds ('is_casual') is refused, as triage and check do
   // A split or page holds at least one key: more of them than keys is no split-KV anyone runs,
   // and each split costs a head's output again (so a large count ran for hours).
   const std::int64_t keys = c.inputs.problem.shape.kv_len;

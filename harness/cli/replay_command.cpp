@@ -17,7 +17,8 @@ int run_replay(const ReplayCommand& command) {
   add_output_names(s.run.graph, output_names);
   require_selections("--html-stages", command.reports.html_stages, output_names);
   std::vector<OutputReferences> references;
-  const CaseResult result = judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge);
+  const CaseResult result = judged_from_file(
+      command.file, [&] { return judge_run(s.impl, s.file.inputs, s.file.description, s.run, &references, command.judge); });
   const bool colour = colour_stdout();
   std::ostream& out = detail_stream(command.quiet);
   out << "replay of " << command.file << " (" << s.file.kind << (s.fault.empty() ? "" : ", fault " + s.fault) << ")\n";

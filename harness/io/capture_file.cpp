@@ -23,7 +23,9 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
 }
 
 std::string known_names() {
-  std::string s;
+  std::string s = "a report holds ";
+  for (const std::string& n : report_names()) s += n + ", ";
+  s += "a capture adds ";
   for (const std::string& n : capture_output_names()) s += n + ", ";
   return s + "impl, tile_width";
 }
@@ -60,7 +62,7 @@ void read_npz_outputs(const std::string& path, CaptureFile& f) {
       continue;
     }
     if (!listed(capture_output_names(), name)) {
-      throw file_error(path, "unknown array '" + name + "' (a capture holds " + known_names() + ")");
+      throw file_error(path, "unknown array '" + name + "' (" + known_names() + ")");
     }
     if (array.is_text) throw file_error(path, "'" + name + "' is text, expected an array");
     HostTensor t = array.tensor;

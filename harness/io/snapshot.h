@@ -11,6 +11,7 @@
 //   /descriptors/<k>          each cuBLASLt call: record (JSON text), lint findings
 //   /result                   verdict, reason; /result/first_divergence
 // A fixture is a snapshot whose /result is what replaying it must reproduce.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,18 @@ struct Snapshot {
 // Every problem (not a snapshot, a stage group missing or malformed, a tensor of the wrong
 // shape) is one fc::Error naming the file and the object.
 Snapshot read_snapshot(const H5Reader& in);
+
+// f(), a judgement of the run read from snapshot `path`: a stage its graph has no place for,
+// which read_snapshot's checks let through, is that file's error (one line naming it), not an
+// internal one.
+template <class F>
+auto judged_from_file(const std::string& path, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::out_of_range& e) {
+    throw file_error(path, std::string("its stages do not fit its /graph (") + e.what() + ")");
+  }
+}
 
 // Does an output name match a --snapshot-stages entry?
 bool stage_selected(const std::vector<std::string>& selection, const std::string& output_name);
