@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "catch.h"
+#include "core/resource_usage.h"
 #include "harness/check/captured.h"
 #include "harness/inputs.h"
 #include "harness/io/capture_file.h"
@@ -16,6 +17,7 @@
 #include "harness/io/case_file.h"
 #include "harness/io/npz.h"
 #include "harness/trace/judge.h"
+#include "kernels/implementation.h"
 #include "reference/attention.h"
 
 namespace fc {
@@ -436,6 +438,26 @@ TEST_CASE("triage judges the output a report holds beside the implementations", 
   CHECK(o.exit_code == 1);
   CHECK(o.out.find("captured: diverged") != std::string::npos);
   CHECK(o.out.find("cpu-emulated: pass") != std::string::npos);
+}
+
+}  // namespace fc
+
+namespace fc {
+
+TEST_CASE("a CPU implementation whose captures or matrices the machine cannot hold is declined before it runs",
+          "[check]") {
+  // Keys enough that the fp32 scores alone exceed this machine's memory.
+  const auto keys = static_cast<std::int64_t>(1.1 * std::sqrt(static_cast<double>(physical_host_bytes()) / 4));
+  CaseSpec spec;
+  spec.shape = {1, 1, keys, keys, 8};
+  const AttentionInputs in = generate_inputs(spec);
+  for (const std::string name : {"cpu-emulated", "cpu-emulated-paged"}) {
+    INFO(name);
+    std::unique_ptr<Implementation> impl = make_implementation(name);
+    const Judged j = judge_case_keeping(*impl, in, describe_case(in, "huge", "none", "normal", 1), nullptr, false);
+    CHECK(j.result.verdict == Verdict::skipped);
+    CHECK(j.result.reason.find("GiB") != std::string::npos);
+  }
 }
 
 }  // namespace fc

@@ -90,9 +90,6 @@ int run_triage(const TriageCommand& command) {
   if (findings.empty()) out << "  none\n";
   const bool defect = std::any_of(findings.begin(), findings.end(), [](const InputFinding& f) { return f.defect; });
 
-  const ReferenceTensors reference = compute_reference(report.inputs, {});
-  out << "\nreference (FP64): " << reference.masked_rows.size() << " fully masked rows, output "
-      << (reference.output.numel() ? "computed" : "empty") << "\n";
 
   const AttentionInputs inputs = for_kernels(report.inputs, kernel_dtype);
   if (p.dtype == DType::f32) out << "the inputs are fp32; the kernels get them rounded to " << dtype_name(kernel_dtype) << "\n";

@@ -1,6 +1,8 @@
 #include "harness/trace/judge.h"
 
 #include "core/error.h"
+#include "core/numeric.h"
+#include "core/resource_usage.h"
 #include "core/stopwatch.h"
 #include "harness/trace/attribute.h"
 #include "harness/trace/repeatability.h"
@@ -108,7 +110,26 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
                           const DeviceInputs* device, bool keep_references, const JudgeOptions& options) {
   Stopwatch total, watch;
   Judged j;
-  if (const std::optional<std::string> why = impl.unsupported(inputs.problem)) {
+  std::optional<std::string> why = impl.unsupported(inputs.problem);
+  // A CPU implementation's captures all live in host memory at once: a case whose captures the
+  // machine cannot hold is declined before it runs, not ended by an allocation failure.
+  if (!why && !impl.on_gpu()) {
+    const StageGraph graph = impl.stage_graph(inputs.problem);
+    double bytes = 0;
+    for (const Stage& stage : graph.stages) {
+      for (const StageOutput& output : stage.outputs) {
+        double n = static_cast<double>(dtype_size(output.dtype));
+        for (const std::int64_t d : output_dims(inputs.problem.shape, graph.algorithm, stage, output)) n *= static_cast<double>(d);
+        bytes += n;
+      }
+    }
+    const double memory = static_cast<double>(physical_host_bytes());
+    if (bytes > 0.8 * memory) {
+      why = "its trace's captures need " + number_text(bytes / (1 << 30)) + " GiB of host memory at this size; this machine has " +
+            number_text(memory / (1 << 30)) + " GiB";
+    }
+  }
+  if (why) {
     j.result.impl = impl.name();
     j.result.description = description;
     j.result.verdict = Verdict::skipped;

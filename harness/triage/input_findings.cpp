@@ -100,12 +100,20 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   double lowest_lse = kInf, highest_lse = -kInf;
   for (std::int64_t b = 0; b < s.batch; ++b) {
     for (std::int64_t h = 0; h < s.heads; ++h) {
-      const HeadInputs head = head_inputs(in, b, h);
-      const MatrixR qk = head.q * head.k().transpose();
-      for (std::int64_t i = 0; i < in.problem.q_len_of(b); ++i) {  // rows past a sequence's length do not exist
+      // A block of rows at a time, the mask read where needed: no Sq x Sk matrix of a head is
+      // held (at 30k keys two of them took 14 GB).
+      const HeadInputs head = head_inputs(in, b, h, BiasForm::mask);
+      const std::int64_t rows = in.problem.q_len_of(b);  // rows past a sequence's length do not exist
+      constexpr std::int64_t kBlock = 256;
+      MatrixR qk;
+      std::vector<double> bias(static_cast<std::size_t>(s.kv_len));
+      for (std::int64_t i = 0; i < rows; ++i) {
+        if (i % kBlock == 0) qk = head.q.middleRows(i, std::min(kBlock, rows - i)) * head.k().transpose();
+        const std::int64_t r = i % kBlock;
+        for (std::int64_t j = 0; j < s.kv_len; ++j) bias[static_cast<std::size_t>(j)] = head.bias_at(i, j);
         double row_max = -kInf, largest_bias = -kInf;
         for (std::int64_t j = 0; j < s.kv_len; ++j) {
-          const double raw = qk(i, j), score = qk_score(head, raw, head.bias(i, j));
+          const double raw = qk(r, j), score = qk_score(head, raw, bias[static_cast<std::size_t>(j)]);
           if (std::isfinite(raw) && std::fabs(raw) > kFp16Max) {
             if (unscaled++ == 0) first_unscaled = {b, h, i, j}, first_raw = raw;
             peak_unscaled = std::max(peak_unscaled, std::fabs(raw));
@@ -113,9 +121,9 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
           if (std::isfinite(score) && std::fabs(score) > kFp16Max && scaled++ == 0) {
             first_scaled = {b, h, i, j}, first_score = score;
           }
-          if (head.bias(i, j) != -kInf) {
+          if (bias[static_cast<std::size_t>(j)] != -kInf) {
             row_max = std::max(row_max, score);
-            largest_bias = std::max(largest_bias, head.bias(i, j));
+            largest_bias = std::max(largest_bias, bias[static_cast<std::size_t>(j)]);
           }
         }
         if (row_max == -kInf) {
@@ -133,8 +141,8 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
           float first_fp32 = 0;
           bool same = true;
           for (std::int64_t j = 0, n = 0; j < s.kv_len; ++j) {
-            if (head.bias(i, j) == -kInf) continue;
-            const float stored = static_cast<float>(qk_score(head, qk(i, j), head.bias(i, j)));
+            if (bias[static_cast<std::size_t>(j)] == -kInf) continue;
+            const float stored = static_cast<float>(qk_score(head, qk(r, j), bias[static_cast<std::size_t>(j)]));
             same = same && (n++ == 0 || stored == first_fp32);
             if (n == 1) first_fp32 = stored;
           }
@@ -142,7 +150,7 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
         }
         double sum = 0;
         for (std::int64_t j = 0; j < s.kv_len; ++j) {
-          if (head.bias(i, j) != -kInf) sum += std::exp(qk_score(head, qk(i, j), head.bias(i, j)) - row_max);
+          if (bias[static_cast<std::size_t>(j)] != -kInf) sum += std::exp(qk_score(head, qk(r, j), bias[static_cast<std::size_t>(j)]) - row_max);
         }
         const double lse = row_max + std::log(sum);
         if (std::fabs(lse) > kFp32ExpOverflow) {

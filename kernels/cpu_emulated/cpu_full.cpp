@@ -1,7 +1,13 @@
 // cpu-emulated: an unfused attention on the CPU with a GPU kernel's arithmetic (fp32 scores,
 // fp32 softmax with fast exp, fp32-accumulated P.V stored in the input format). It runs
 // where no GPU is, so every machine can trace a real implementation end to end.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "core/numeric.h"
 #include "core/parallel.h"
+#include "core/resource_usage.h"
 #include "kernels/common/stage_graphs.h"
 #include "kernels/cpu_emulated/buffer_io.h"
 #include "kernels/cpu_emulated/cpu_implementations.h"
@@ -24,6 +30,21 @@ class CpuFull final : public Implementation {
   }
 
   StageGraph stage_graph(const Problem& p) const override { return full_stage_graph(p, {}); }
+
+  // The emulation holds whole heads: fp32 scores and probabilities of every head, and on each
+  // thread three Sq x Sk FP64 matrices (the scores, the softmax's input and its output). A case
+  // whose memory that exceeds is declined before it runs (at B1 H1 S30000 it took 21 GB).
+  std::optional<std::string> unsupported(const Problem& p) const override {
+    const Shape& s = p.shape;
+    const double scores = static_cast<double>(s.q_len) * static_cast<double>(s.kv_len);
+    const double threads = static_cast<double>(std::min<std::int64_t>(parallel_threads(), s.batch * s.heads));
+    const double bytes = 8 * scores * static_cast<double>(s.batch * s.heads) + 3 * 8 * scores * threads;
+    const double available = 0.8 * static_cast<double>(physical_host_bytes());
+    if (bytes <= available) return std::nullopt;
+    return "its whole-head FP64 matrices need " + number_text(bytes / (1 << 30)) + " GiB at this size; this machine has " +
+           number_text(static_cast<double>(physical_host_bytes()) / (1 << 30)) +
+           " GiB (cpu-emulated-paged holds a page at a time)";
+  }
 
 
   void prepare(const Problem& p, Workspace& ws, bool) override {
