@@ -67,6 +67,15 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
   return std::nullopt;
 }
 
+// Whether the run captured a scores stage: then the scores were judged (and passed, for a
+// divergence after them) as the kernel stored them.
+bool scores_captured(const TraceRun& run, const std::vector<OutputResult>& outputs) {
+  for (std::size_t i = 0; i < outputs.size() && i < run.captured.size(); ++i) {
+    if (outputs[i].quantity == Quantity::scores && run.captured[i].present && !run.captured[i].tensor.empty()) return true;
+  }
+  return false;
+}
+
 // The cause a lint finding names: a descriptor cuBLASLt rejected or that disagrees with the
 // compute type; a layout that does not fit the buffer; a beta that reads unwritten memory.
 std::string cause_of_lint(const std::string& rule) {
@@ -181,7 +190,8 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   }
   // Every key of the row masked by a finite bias the input format cannot hold (float32's most
   // negative value in an fp16 kernel): rounded to the format, the row has no key.
-  if (bad_value && !row.masked() && row.attended_in_format == 0) {
+  if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
+      row.attended_in_format == 0) {
     d.cause = "fully-masked-row";
     d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
                  std::to_string(d.index.h) + " masks each of its " + std::to_string(row.attended) +
@@ -234,8 +244,8 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // bug report's output alone), so the scores' own check could not name it.
   const double input_largest = max_finite(inputs.problem.dtype);
   const double largest_score = row.largest_product * std::max(1.0, inputs.problem.scale);
-  if (bad_value && r.kind != StageKind::qk && !row.masked() && dtype_size(inputs.problem.dtype) == 2 &&
-      largest_score > input_largest) {
+  if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
+      dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest) {
     d.cause = "score-overflow";
     d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
                  std::to_string(d.index.h) + " has a product q.k of " + number_text(row.largest_product) +

@@ -124,7 +124,7 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
       }
     }
     const double memory = static_cast<double>(physical_host_bytes());
-    if (bytes > 0.8 * memory) {
+    if (memory > 0 && bytes > 0.8 * memory) {  // 0: the machine did not say
       why = "its trace's captures need " + number_text(bytes / (1 << 30)) + " GiB of host memory at this size; this machine has " +
             number_text(memory / (1 << 30)) + " GiB";
     }

@@ -40,7 +40,7 @@ class CpuFull final : public Implementation {
     const double threads = static_cast<double>(std::min<std::int64_t>(parallel_threads(), s.batch * s.heads));
     const double bytes = 8 * scores * static_cast<double>(s.batch * s.heads) + 3 * 8 * scores * threads;
     const double available = 0.8 * static_cast<double>(physical_host_bytes());
-    if (bytes <= available) return std::nullopt;
+    if (available <= 0 || bytes <= available) return std::nullopt;  // 0: the machine did not say
     return "its whole-head FP64 matrices need " + number_text(bytes / (1 << 30)) + " GiB at this size; this machine has " +
            number_text(static_cast<double>(physical_host_bytes()) / (1 << 30)) +
            " GiB (cpu-emulated-paged holds a page at a time)";

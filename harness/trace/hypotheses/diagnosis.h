@@ -56,6 +56,11 @@ struct Diagnosis {
   std::vector<const BadElement*> probes(std::size_t count = 4) const;
   // Whether `predicted` explains the kernel's value at e.
   bool explains(const BadElement& e, double predicted) const;
+  // explains(), and the reference does not: an element a narrow miss leaves bad (between one and
+  // two bounds off) is no evidence for a prediction that equals the reference there.
+  bool explains_better(const BadElement& e, double predicted) const {
+    return explains(e, predicted) && !explains(e, e.reference);
+  }
 };
 
 constexpr std::size_t kMaxBad = 4096;

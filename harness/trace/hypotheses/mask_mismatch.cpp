@@ -130,7 +130,7 @@ Explanation bias_factor(const Diagnosis& d) {
       fitted = true;
       continue;
     }
-    if (d.explains(e, e.reference + (f - 1) * bias)) ++explained;
+    if (d.explains_better(e, e.reference + (f - 1) * bias)) ++explained;
   }
   if (explained == 0 || std::fabs(f - 1) < 1e-3) return {};
   ++explained;  // the element f was fitted on, confirmed
@@ -176,7 +176,7 @@ Explanation other_head_mask(const Diagnosis& d) {
     std::size_t n = 0;
     for (std::size_t i = 0; i < d.bad.size(); ++i) {
       const BadElement& e = d.bad[i];
-      if (d.explains(e, unmasked[i] + mask_bias(p, b, h, e.row, e.col))) ++n;
+      if (d.explains_better(e, unmasked[i] + mask_bias(p, b, h, e.row, e.col))) ++n;
     }
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
     if (n == 0 || fraction <= best.explained) continue;

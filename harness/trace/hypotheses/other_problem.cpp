@@ -47,7 +47,7 @@ std::size_t explained_by(const Diagnosis& d, const Alternative& a) {
   for (const BadElement& e : d.bad) {
     auto it = rows.find(e.r);
     if (it == rows.end()) it = rows.emplace(e.r, output_row(d, a, e.r, e.row)).first;
-    if (d.explains(e, it->second(e.c))) ++n;
+    if (d.explains_better(e, it->second(e.c))) ++n;
   }
   return n;
 }
@@ -66,10 +66,10 @@ Explanation test_other_problem(const Diagnosis& d) {
   if (d.result.quantity != Quantity::output || d.result.dims.size() != 4 || d.kernel.size() == 0) return {};
   const Problem& p = d.inputs.problem;
   const Shape& s = p.shape;
-  // Every alternative forms the whole rows it tests: bounded work, a few seconds at most.
-  if (static_cast<double>(s.kv_len) * static_cast<double>(s.head_dim) * static_cast<double>(d.bad.size()) > 4e9) {
-    return {};
-  }
+  // Every alternative forms the whole rows it tests: the work of all of them is bounded below.
+  std::int64_t bad_rows = 0;
+  for (std::size_t i = 0; i < d.bad.size(); ++i) bad_rows += i == 0 || d.bad[i].r != d.bad[i - 1].r;
+  const double per_alternative = static_cast<double>(bad_rows) * static_cast<double>(s.kv_len) * static_cast<double>(s.head_dim);
   const Bias own = [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, row, key); };
   std::vector<Alternative> alternatives;
   const auto with_scale = [&](double factor, const std::string& why) {
@@ -83,7 +83,7 @@ Explanation test_other_problem(const Diagnosis& d) {
   const double dim = static_cast<double>(s.head_dim);
   with_scale(d.head.scale, "the scale applied twice");
   with_scale(1 / d.head.scale, "no scale");
-  with_scale(std::sqrt(dim) * d.head.scale, "1/sqrt(D) applied twice where the scale is not 1/sqrt(D)");
+  with_scale(1 / (std::sqrt(dim) * d.head.scale), "1/sqrt(D), the default, where another scale was given");
   with_scale(1 / std::log(2.0), "log2(e): exp2 without the conversion");
   with_scale(std::log(2.0), "ln 2");
 
@@ -108,24 +108,28 @@ Explanation test_other_problem(const Diagnosis& d) {
                             [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, key, row); }});
   }
 
-  // The K/V of another head of the batch, or of this head in another batch.
-  std::vector<HeadInputs> others;
+  // The K/V of another head of the batch, or of this head in another batch, while the work
+  // of every alternative stays under about 2e10 multiply-adds.
+  const std::size_t budget = static_cast<std::size_t>(2e10 / std::max(per_alternative, 1.0));
+  if (alternatives.size() > budget) return {};
+  std::vector<HeadKv> others;
   std::vector<std::string> other_names;
   const std::int64_t kv_heads = s.kv_head_count(), own_kv = s.kv_head_of(d.h);
-  for (std::int64_t kv = 0; kv < kv_heads && others.size() < 32; ++kv) {
+  const auto room = [&] { return alternatives.size() + others.size() < budget; };
+  for (std::int64_t kv = 0; kv < kv_heads && others.size() < 32 && room(); ++kv) {
     if (kv == own_kv) continue;
-    others.push_back(head_inputs(d.inputs, d.b, kv * s.group(), BiasForm::mask));
+    others.push_back(head_kv(d.inputs, d.b, kv * s.group()));
     other_names.push_back("K/V head " + std::to_string(kv) + ", where query head " + std::to_string(d.h) + "'s K/V head is " +
                           std::to_string(own_kv));
   }
-  for (std::int64_t b = 0; b < s.batch && others.size() < 48; ++b) {
+  for (std::int64_t b = 0; b < s.batch && others.size() < 48 && room(); ++b) {
     if (b == d.b || p.kv_len_of(b) != p.kv_len_of(d.b)) continue;
-    others.push_back(head_inputs(d.inputs, b, d.h, BiasForm::mask));
+    others.push_back(head_kv(d.inputs, b, d.h));
     other_names.push_back("the K/V of batch " + std::to_string(b));
   }
   for (std::size_t i = 0; i < others.size(); ++i) {
-    if (others[i].k().rows() != d.head.k().rows()) continue;
-    alternatives.push_back({"wrong-operand", "attention over " + other_names[i], &others[i].k(), &others[i].v(),
+    if (others[i].kv->k.rows() != d.head.k().rows()) continue;
+    alternatives.push_back({"wrong-operand", "attention over " + other_names[i], &others[i].kv->k, &others[i].kv->v,
                             d.head.scale, own});
   }
 

@@ -41,9 +41,9 @@ std::optional<double> fitted_power(const Diagnosis& d, const MatrixR& before, co
     const double previous = before.cols() == 1 ? before(e.r, 0) : before(e.r, e.c);
     if (previous == 0 || !std::isfinite(e.kernel) || !std::isfinite(e.reference)) continue;
     const double r = std::exp(m_prev - m_new), wrong = r + (e.kernel - e.reference) / previous;
-    if (!(wrong > 0)) return std::nullopt;
+    if (!(wrong > 0)) continue;  // no power of r: another element may fit
     const double k = std::log(wrong) / std::log(r);
-    if (!std::isfinite(k) || std::fabs(k - 1) < 1e-3) return std::nullopt;
+    if (!std::isfinite(k) || std::fabs(k - 1) < 1e-3) continue;
     return k;
   }
   return std::nullopt;
@@ -103,7 +103,7 @@ Explanation test_rescale_factor(const Diagnosis& d) {
       if (!std::isfinite(m_prev) || !std::isfinite(m_new)) continue;
       const double r = std::exp(m_prev - m_new);
       const double previous = before->cols() == 1 ? (*before)(e.r, 0) : (*before)(e.r, e.c);
-      if (d.explains(e, e.reference + (std::pow(r, *power) - r) * previous)) ++n;
+      if (d.explains_better(e, e.reference + (std::pow(r, *power) - r) * previous)) ++n;
     }
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
     if (n > 1 && fraction > best.explained) {

@@ -46,12 +46,14 @@ Explanation test_scale_mismatch(const Diagnosis& d) {
   for (bool per_row : {false, true}) {
     std::size_t n = 0;
     double factor = 0;
+    bool fitted = false;
     std::int64_t row = -1;
     bool fit_unconfirmed = false;
     std::vector<double> factors;
     for (const BadElement& e : d.bad) {
       if (!std::isfinite(e.kernel) || e.reference == 0 || !std::isfinite(e.reference)) continue;
-      if (factor == 0 || (per_row && e.row != row)) {
+      if (!fitted || (per_row && e.row != row)) {
+        fitted = true;
         factor = e.kernel / e.reference;
         row = e.row;
         factors.push_back(factor);
