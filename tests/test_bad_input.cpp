@@ -345,6 +345,7 @@ TEST_CASE("a write the file system has no room for is one line and exit 2, not a
   CHECK_FALSE(o.crashed);
   CHECK(o.exit_code == 2);
   REQUIRE(o.stderr_lines.size() == 1);
+  CHECK(o.stderr_lines[0].find("ref.h5: /: cannot write") != std::string::npos);  // refused before any write
   CHECK(o.stderr_lines[0].find("free on its file system") != std::string::npos);
   CHECK_FALSE(left);
 }

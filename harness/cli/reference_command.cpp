@@ -1,4 +1,5 @@
 // flashcore-check reference REPORT --out REF.h5: every reference stage of a case in FP64.
+#include <algorithm>
 #include <iostream>
 
 #include "core/error.h"
@@ -24,6 +25,11 @@ int run_reference(const ReferenceCommand& command) {
   }
   const ReferenceOptions options{command.page_width, command.splits};
   H5Writer out(command.out);
+  // Refused now if the file system cannot hold it, not after hours of writing (a report of 200k
+  // keys needs 640 GB): the references and the inputs, uncompressed.
+  const double inputs = static_cast<double>(c.inputs.q.nbytes() + c.inputs.k.nbytes() + c.inputs.v.nbytes() +
+                                            c.inputs.problem.mask.dense.nbytes());
+  out.require_room("/", static_cast<std::size_t>(std::min(streamed_reference_bytes(c.inputs.problem.shape, options) + inputs, 1e19)));
   write_header(out, "reference", command.command_line, c.description, c.inputs);
   write_inputs(out, c.inputs);
   // Block of rows by block: no tensor of a whole head is held (harness/io/streamed_reference.h).

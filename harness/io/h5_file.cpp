@@ -345,7 +345,7 @@ void H5Writer::require_space(const std::string& object, std::size_t bytes) const
   constexpr double kMetadataBytes = 1 << 20;
   if (free_bytes < static_cast<double>(bytes) + kMetadataBytes) {
     char text[160];
-    std::snprintf(text, sizeof text, "cannot write: %.1f MiB to write, %.1f MiB free on its file system",
+    std::snprintf(text, sizeof text, "cannot write: %.1f MiB to write and 1 MiB of metadata, %.1f MiB free on its file system",
                   static_cast<double>(bytes) / (1 << 20), free_bytes / (1 << 20));
     fail(object, text);
   }

@@ -103,6 +103,11 @@ class H5Writer {
 
   const std::string& path() const { return staged_.path(); }
 
+  // Refuses (fc::Error naming `object`) before anything is written when `bytes` of datasets
+  // and some metadata would not fit the file system's free space, counted as require_space
+  // counts: a writer that knows its total says so up front, not after hours of writing.
+  void require_room(const std::string& object, std::size_t bytes) const { require_space(object, bytes); }
+
  private:
   [[noreturn]] void fail(const std::string& object, const std::string& what) const;
   // A block's bytes and some metadata must fit the file system's free space: HDF5 corrupts

@@ -50,6 +50,22 @@ struct Block {
 
 }  // namespace
 
+double streamed_reference_bytes(const Shape& s, const ReferenceOptions& options) {
+  const std::int64_t pages = options.page_width > 0 ? (s.kv_len + options.page_width - 1) / options.page_width : 0;
+  const Dims full{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len}, out_dims{s.batch, s.heads, s.q_len, s.head_dim};
+  const auto count = [](const Dims& d) {
+    double n = 1;
+    for (const std::int64_t x : d) n *= static_cast<double>(x);
+    return n;
+  };
+  double elements = 2 * count(full) + 3 * count(rows) + count(out_dims);
+  if (pages > 0) elements += 3 * count(rows) * static_cast<double>(pages) + count(out_dims) * static_cast<double>(pages + 1);
+  if (options.splits > 0) {
+    elements += count(rows) * static_cast<double>(options.splits) + count(out_dims) * static_cast<double>(options.splits + 1);
+  }
+  return 8 * elements;
+}
+
 std::vector<MaskedRow> write_reference_streamed(H5Writer& out, const AttentionInputs& in, const ReferenceOptions& options,
                                                 std::int64_t budget_bytes) {
   const Shape& s = in.problem.shape;

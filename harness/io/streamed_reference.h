@@ -13,6 +13,9 @@ namespace fc {
 
 // Writes /reference/... and returns the fully masked rows (that exist). `budget_bytes`: what
 // the blocks in flight may hold together.
+// The bytes of every FP64 dataset write_reference_streamed writes for this shape and options.
+double streamed_reference_bytes(const Shape& shape, const ReferenceOptions& options);
+
 std::vector<MaskedRow> write_reference_streamed(H5Writer& out, const AttentionInputs& in, const ReferenceOptions& options,
                                                 std::int64_t budget_bytes = std::int64_t{256} << 20);
 
