@@ -67,6 +67,10 @@ int run_triage(const TriageCommand& command) {
   if (!command.minimize.empty()) check_output_path(command.minimize);
   const LoadedCase report = load_case(command.report);
   const Problem& p = report.inputs.problem;
+  if (!command.dtype.empty() && p.dtype != DType::f32 && *parse_dtype(command.dtype) != p.dtype) {
+    throw Error("--dtype " + command.dtype + ": the report's inputs are " + dtype_name(p.dtype) +
+                "; --dtype chooses what fp32 inputs are rounded to");
+  }
   const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
   const CaptureFile seen = read_capture_file(command.report);
   if (!command.reports.html_stages.empty()) {
