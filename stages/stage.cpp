@@ -1,6 +1,7 @@
 #include "stages/stage.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -107,6 +108,23 @@ KeyRange tile_columns(const Shape& shape, const Algorithm& algorithm, int split,
     range = {begin, std::min(range.end, begin + algorithm.tile_width)};
   }
   return range;
+}
+
+void check_stage_placement(const Shape& shape, const Algorithm& algorithm, const Stage& stage) {
+  const int split = stage.split, page = stage.tile;
+  if (split != -1 && (algorithm.kind != Algorithm::Kind::split || split < 0 || split >= algorithm.splits)) {
+    throw Error("split " + std::to_string(split) + " is not one of the graph's (" +
+                (algorithm.kind == Algorithm::Kind::split ? std::to_string(algorithm.splits) + " splits" : "none") + ")");
+  }
+  if (page != -1 && (algorithm.kind == Algorithm::Kind::full || page < 0)) {
+    throw Error("page " + std::to_string(page) + " in a graph without pages");
+  }
+  if (page >= 0) tile_columns(shape, algorithm, split, page);  // past the last key: throws
+  for (const StageOutput& o : stage.outputs) {
+    if (!(o.value_scale > 0) || !std::isfinite(o.value_scale)) {
+      throw Error("value_scale " + std::to_string(o.value_scale) + " of " + stage.output_name(0) + ": must be finite and positive");
+    }
+  }
 }
 
 Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output) {

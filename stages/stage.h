@@ -87,6 +87,10 @@ inline KeyRange stage_columns(const Shape& shape, const Algorithm& algorithm, co
   return tile_columns(shape, algorithm, stage.split, stage.tile);
 }
 Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output);
+// Throws fc::Error unless the stage has a place in the graph: a split of a split graph, a page
+// of a tiled one inside its split's keys, or -1 (whole rows); each output's value scale finite
+// and positive. What a snapshot's stages and a plugin's declared graph are both held to.
+void check_stage_placement(const Shape& shape, const Algorithm& algorithm, const Stage& stage);
 
 // A window of query rows: rows [first, first + rows) of every head (rows < 0: every row). A
 // trace run in a window captures only those rows: each output's [B, H, R(, C)] holds them

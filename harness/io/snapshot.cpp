@@ -490,28 +490,20 @@ Snapshot read_snapshot(const H5Reader& in) {
       seen[static_cast<std::size_t>(stage_index)] = true;
       stage.kind = parse_enum(f, f.text("kind"), kKinds, stage_kind_name);
       const std::int64_t split = f.integer("split"), page = f.integer("page");
-      // A split of the graph's, a page inside its split's keys, or -1 (whole rows).
-      const bool split_ok = split == -1 || (g.algorithm.kind == Algorithm::Kind::split && split >= 0 && split < g.algorithm.splits);
-      const bool page_ok = page == -1 || (g.algorithm.kind != Algorithm::Kind::full && page >= 0 && page < (1 << 24));
-      if (!split_ok || !page_ok) f.fail("split " + std::to_string(split) + " or page " + std::to_string(page) + " out of range for the graph");
+      if (split < -1 || split > (1 << 24) || page < -1 || page > (1 << 24)) f.fail("split or page out of range");
       stage.split = static_cast<int>(split);
       stage.tile = static_cast<int>(page);
-      if (page >= 0) {
-        try {
-          tile_columns(shape, g.algorithm, stage.split, stage.tile);
-        } catch (const Error&) {
-          f.fail("page " + std::to_string(page) + " of split " + std::to_string(split) + " lies past the last key");
-        }
-      }
       stage.reads_own_output = f.integer("reads_own_output") != 0;
     }
     if (output_index != static_cast<std::int64_t>(stage.outputs.size())) f.fail("outputs of a stage out of order");
     StageOutput output{f.text("output"), parse_enum(f, f.text("quantity"), kQuantities, quantity_name),
                        parse_dtype_field(f, f.text("dtype")), f.real("value_scale")};
-    if (!(output.value_scale > 0) || !std::isfinite(output.value_scale)) {
-      f.fail("value_scale " + number_text(output.value_scale) + ": must be finite and positive");
-    }
     stage.outputs.push_back(output);
+    try {  // its place in the graph, before anything reads the capture by it
+      check_stage_placement(shape, g.algorithm, stage);
+    } catch (const Error& e) {
+      f.fail(e.what());
+    }
 
     s.run.captured.push_back(read_captured(in, o, f, g, shape, static_cast<std::size_t>(stage_index),
                                            static_cast<std::size_t>(output_index), s.run.buffer_names.size()));

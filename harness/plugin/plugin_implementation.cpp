@@ -192,8 +192,9 @@ class PluginImplementation final : public Implementation {
     });
     fail_if(status, error, state.error, "stage_graph");
     if (state.graph.stages.empty()) throw PluginFailure(who() + ": stage_graph declared no stage");
-    try {  // every tile and split must lie inside the keys
+    try {  // every stage has a place in the graph, as a snapshot's must: inside the keys
       for (const Stage& st : state.graph.stages) {
+        check_stage_placement(p.shape, state.graph.algorithm, st);
         for (const StageOutput& o : st.outputs) output_dims(p.shape, state.graph.algorithm, st, o);
       }
     } catch (const Error& e) {
