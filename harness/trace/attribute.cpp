@@ -188,13 +188,14 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
                  "every key is masked (partial lse -inf): such a split must get weight 0, and a row with no key 0";
     return;
   }
+  const std::string row_of =
+      "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" + std::to_string(d.index.h);
   // Every key of the row masked by a finite bias the input format cannot hold (float32's most
   // negative value in an fp16 kernel): rounded to the format, the row has no key.
   if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
       row.attended_in_format == 0) {
     d.cause = "fully-masked-row";
-    d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
-                 std::to_string(d.index.h) + " masks each of its " + std::to_string(row.attended) +
+    d.evidence = row_of + " masks each of its " + std::to_string(row.attended) +
                  " keys with a finite bias beyond " + dtype_name(inputs.problem.dtype) + "'s range: rounded to " +
                  dtype_name(inputs.problem.dtype) + " every one is -inf, the row has no key, and exp(-inf - (-inf)) gave " +
                  number_text(k) + " in " + r.stage_name + " (a finite-bias mask such as float32's min needs the kernel's format's min)";
@@ -205,8 +206,7 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   const bool key_indexed = r.quantity == Quantity::scores || r.quantity == Quantity::probs || r.quantity == Quantity::p_tilde;
   if (row.masked() && (bad_value || (!key_indexed && !std::isfinite(ref)))) {
     d.cause = "fully-masked-row";
-    const std::string row_text = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
-                                 std::to_string(d.index.h) + " has no key to attend to (all " +
+    const std::string row_text = row_of + " has no key to attend to (all " +
                                  std::to_string(row.keys) + " masked): ";
     // A row quantity whose reference is not finite there holds the convention for such a row (a
     // max or lse of -inf): the kernel keeps another one.
@@ -247,8 +247,7 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
       dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest) {
     d.cause = "score-overflow";
-    d.evidence = "row " + std::to_string(d.index.row) + " of b=" + std::to_string(d.index.b) + " h=" +
-                 std::to_string(d.index.h) + " has a product q.k of " + number_text(row.largest_product) +
+    d.evidence = row_of + " has a product q.k of " + number_text(row.largest_product) +
                  " before the scale " + number_text(inputs.problem.scale) + ", beyond " + dtype_name(inputs.problem.dtype) +
                  "'s " + number_text(input_largest) + ": formed in " + dtype_name(inputs.problem.dtype) +
                  " it is an infinity, and the row's softmax NaN; " + r.stage_name + " holds " + number_text(k) +

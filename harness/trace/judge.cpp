@@ -1,8 +1,6 @@
 #include "harness/trace/judge.h"
 
 #include "core/error.h"
-#include "core/numeric.h"
-#include "core/resource_usage.h"
 #include "core/stopwatch.h"
 #include "harness/trace/attribute.h"
 #include "harness/trace/repeatability.h"
@@ -111,24 +109,9 @@ Judged judge_case_keeping(Implementation& impl, const AttentionInputs& inputs, c
   Stopwatch total, watch;
   Judged j;
   std::optional<std::string> why = impl.unsupported(inputs.problem);
-  // A CPU implementation's captures all live in host memory at once: a case whose captures the
-  // machine cannot hold is declined before it runs, not ended by an allocation failure.
-  if (!why && !impl.on_gpu()) {
-    const StageGraph graph = impl.stage_graph(inputs.problem);
-    double bytes = 0;
-    for (const Stage& stage : graph.stages) {
-      for (const StageOutput& output : stage.outputs) {
-        double n = static_cast<double>(dtype_size(output.dtype));
-        for (const std::int64_t d : output_dims(inputs.problem.shape, graph.algorithm, stage, output)) n *= static_cast<double>(d);
-        bytes += n;
-      }
-    }
-    const double memory = static_cast<double>(physical_host_bytes());
-    if (memory > 0 && bytes > 0.8 * memory) {  // 0: the machine did not say
-      why = "its trace's captures need " + number_text(bytes / (1 << 30)) + " GiB of host memory at this size; this machine has " +
-            number_text(memory / (1 << 30)) + " GiB";
-    }
-  }
+  // A CPU implementation that cannot trace this case here is declined before it runs (a GPU one
+  // is refused by the run itself, which knows the device it runs on).
+  if (!why && !impl.on_gpu()) why = trace_does_not_fit(impl, inputs.problem);
   if (why) {
     j.result.impl = impl.name();
     j.result.description = description;

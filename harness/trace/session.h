@@ -36,8 +36,9 @@ std::size_t reference_room(const Problem& problem);
 // the device.
 std::size_t run_allowance();
 
-// Why the implementation's trace build cannot run on this device, when its buffers need more
-// memory than the device has free (a GPU implementation; nullopt when they fit).
+// Why the implementation's trace build cannot run here: a GPU implementation's buffers need more
+// memory than the device has free, or a CPU implementation's captures more than the host holds
+// (nullopt when they fit).
 std::optional<std::string> trace_does_not_fit(const Implementation& impl, const Problem& problem,
                                               const RowWindow& window = {});
 // Bytes its trace build's buffers need in `window`.
