@@ -1,26 +1,15 @@
 #include "harness/faults/isolated_run.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
+#include "core/child_process.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/numeric.h"
+#include "core/temporary_folder.h"
 #include "core/watchdog.h"
-
-extern char** environ;
 
 namespace fc {
 namespace {
@@ -35,59 +24,11 @@ std::string rows_argument(const RowSpec& rows) {
   return list;
 }
 
-// A fresh directory for the child's JSON and log, removed with this object.
-struct ChildFiles {
-  fs::path dir;
-  ChildFiles() {
-    std::string pattern = (fs::temp_directory_path() / "flashcore-isolated-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw Error("faults: cannot make a temporary directory for an isolated run");
-    dir = pattern;
-  }
-  ~ChildFiles() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
-
 // Runs `args` with FC_RUN_TIMEOUT set, its output to `log`; the exit status, or -signal. A
 // child still running `deadline` seconds on (its own watchdog failed) is killed.
 int run_child(const std::vector<std::string>& args, const fs::path& log, double timeout_seconds, double deadline) {
-  std::vector<std::string> environment{"FC_RUN_TIMEOUT=" + number_text(timeout_seconds)};
-  for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "FC_RUN_TIMEOUT=", 15) != 0) environment.emplace_back(*e);
-  }
-  std::vector<char*> argv, envp;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const auto spawn_check = [&](int status, const char* what) {
-    if (status != 0) throw Error(std::string("faults: an isolated run's ") + what + ": " + std::strerror(status));
-  };
-  posix_spawn_file_actions_t actions;
-  spawn_check(posix_spawn_file_actions_init(&actions), "spawn actions");
-  pid_t pid = 0;
-  int spawned = posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (spawned == 0) spawned = posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  if (spawned == 0) spawned = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw Error("faults: cannot start " + args[0] + " for an isolated run: " + std::strerror(spawned));
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline);
-  int status = 0;
-  for (;;) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done == -1 && errno != EINTR) throw Error(std::string("faults: waiting for an isolated run: ") + std::strerror(errno));
-    if (std::chrono::steady_clock::now() > give_up) {
-      kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) == -1 && errno == EINTR) {
-      }
-      return -SIGKILL;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (WIFSIGNALED(status)) return -WTERMSIG(status);
-  return WEXITSTATUS(status);
+  ChildProcess child{args, {"FC_RUN_TIMEOUT=" + number_text(timeout_seconds)}, log.string(), deadline};
+  return run_child_process(child, "faults: an isolated run");
 }
 
 std::string last_line(const fs::path& log) {
@@ -152,8 +93,8 @@ std::vector<std::string> case_arguments(const CaseSpec& spec) {
 
 CaseResult judge_in_child(const std::string& executable, const std::string& impl, const std::string& fault,
                           const CaseSpec& trigger, const RowSpec& rows, double timeout_seconds) {
-  const ChildFiles files;
-  const fs::path json = files.dir / "case.json", log = files.dir / "child.log";
+  const TemporaryFolder files("flashcore-isolated", "faults: an isolated run");
+  const fs::path json = files.path() / "case.json", log = files.path() / "child.log";
   std::vector<std::string> args = {executable.empty() ? fs::read_symlink("/proc/self/exe").string() : executable,
                                    "--trace", "--impl", impl, "--inject",
                                    fault, "--json", json.string(), "--quiet"};
