@@ -12,6 +12,7 @@
 #include "harness/io/staged_file.h"
 #include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
+#include "harness/sanitize/sanitized_trace.h"
 #include "harness/inputs.h"
 #include "harness/plugin/crash_guard.h"
 #include "harness/plugin/plugins.h"
@@ -179,6 +180,14 @@ int run_cli(int argc, char** argv) {
                  "run a fused kernel's trace build in windows of N query rows, each judged and dropped before the "
                  "next (default: only when its whole trace does not fit the device; not with --snapshot or --html)")
       ->check(CLI::Range(1, 1 << 30))
+      ->group("Judging");
+  std::string sanitize_tool;
+  app.add_option("--sanitize", sanitize_tool,
+                 "run the whole --trace again under compute-sanitizer's TOOL (memcheck, racecheck, synccheck, "
+                 "initcheck): what it finds (message, device function, source line) is reported after the verdicts and in "
+                 "--json; exit 1 when it reports an error. Finds what the numbers do not show, such as a race that "
+                 "left every value right")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kSanitizerTools), std::end(kSanitizerTools))))
       ->group("Judging");
   app.add_flag("--profile-evaluation", trace.judge.profile_evaluation,
                "time each step of the FP64 evaluation (thread-seconds; the device's queued work finished between "
@@ -389,6 +398,11 @@ int run_cli(int argc, char** argv) {
     if (fixtures_cmd->parsed()) {
       if (fixtures.dir.empty()) fixtures.dir = "fixtures";
       require_folder(fixtures.dir);
+    }
+    if (!sanitize_tool.empty()) {
+      if (!do_trace && trace.impls.empty()) throw Error("--sanitize runs --trace under compute-sanitizer: give --trace");
+      return run_sanitized_trace(sanitize_tool, std::vector<std::string>(argv + 1, argv + argc), trace.reports.json,
+                                 trace.command_line);
     }
     load_plugins(plugins);
     if (ref->parsed()) return run_reference(reference);
