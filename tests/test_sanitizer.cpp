@@ -75,9 +75,10 @@ TEST_CASE("memcheck records of one access in one kernel group together; host fra
   log += "========= Invalid __shared__ write of size 4 bytes\n"
          "=========     at fc::writer()+0x20 in /src/writer.cu:7\n"
          "=========\n"
-         "========= ERROR SUMMARY: 4 errors\n";
+         "========= ERROR SUMMARY: 4 errors\n"
+         "========= ERROR SUMMARY: 2 errors were not printed. Use --print-limit option to adjust the number of printed errors\n";
   const SanitizerReport r = parse(log, "memcheck");
-  CHECK(r.errors == 4);
+  CHECK(r.errors == 4);  // the total, not the count left unprinted
   REQUIRE(r.findings.size() == 2);
   CHECK(r.findings[0].message == "Invalid __global__ read of size 4 bytes");
   CHECK(r.findings[0].function == "fc::reader");
@@ -116,6 +117,39 @@ TEST_CASE("a clean report has no findings; a report cut short is counted from it
   REQUIRE(api.findings.size() == 1);
   CHECK(api.findings[0].function.empty());
   CHECK(api.findings[0].where.empty());
+  // What the tool says about the process is not a finding: it makes the run incomplete.
+  const SanitizerReport crashed = parse(
+      "========= Error: process didn't terminate successfully\n"
+      "========= Target application returned an error\n"
+      "========= ERROR SUMMARY: 0 errors\n",
+      "racecheck");
+  CHECK(crashed.findings.empty());
+  CHECK(crashed.errors == 0);
+  REQUIRE(crashed.process_messages.size() == 1);
+  CHECK(crashed.process_messages[0] == "Error: process didn't terminate successfully");
+}
+
+TEST_CASE("a device-side assert names the function that asserted; a name of 200k characters is read, not a crash",
+          "[sanitize]") {
+  const SanitizerReport asserted = parse(
+      "========= Device-side assertion failed\n"
+      "=========     at __assertfail+0x40\n"
+      "=========     at void fc::check_rows(int)+0x90 in /src/rows.cu:8\n"
+      "========= ERROR SUMMARY: 1 error\n",
+      "memcheck");
+  REQUIRE(asserted.findings.size() == 1);
+  CHECK(asserted.findings[0].function == "fc::check_rows");
+  CHECK(asserted.findings[0].where == "/src/rows.cu:8");
+  const std::string long_name = "fc::k<" + std::string(200000, 'T') + ">";
+  const SanitizerReport huge = parse("========= Error: Race reported between Write access at void " + long_name +
+                                         "(int)+0x10 in a.cu:1\n=========     and Read access at void " + long_name +
+                                         "(int)+0x20 in a.cu:2 [3 hazards]\n",
+                                     "racecheck");
+  REQUIRE(huge.findings.size() == 1);
+  CHECK(huge.findings[0].function == long_name);
+  CHECK(huge.findings[0].where == "a.cu:1, a.cu:2");
+  CHECK(huge.findings[0].hazards == 3);
+  CHECK(huge.findings[0].message == "Race reported between Write access and Read access");
 }
 
 TEST_CASE("a kernel's name loses its return type and parameters, never its template arguments", "[sanitize]") {
@@ -135,7 +169,7 @@ TEST_CASE("the sanitized child gets our command line without --sanitize, its JSO
   CHECK(child_arguments({"--trace", "--sanitize", "initcheck"}, "/tmp/x.json") == Args{"--trace"});
 }
 
-TEST_CASE("--sanitize is refused in one line, before any run, when there is no tool or no device", "[sanitize]") {
+TEST_CASE("a sanitized trace is refused in one line, before any run, when there is no tool or no device", "[sanitize]") {
   const fs::path dir = fs::temp_directory_path() / ("fc_sanitize_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path fake = dir / "compute-sanitizer", err = dir / "err.txt", json = dir / "out.json";
@@ -144,12 +178,15 @@ TEST_CASE("--sanitize is refused in one line, before any run, when there is no t
   struct Case {
     std::string environment, message;
   };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {"FC_COMPUTE_SANITIZER=" + (dir / "none").string(), "none: not an executable file"},
       {"FC_COMPUTE_SANITIZER=" + dir.string(), ": not an executable file"},
-      {"FC_COMPUTE_SANITIZER= PATH=/nonexistent CUDA_HOME=/nonexistent", "compute-sanitizer not found on PATH"},
       {"FC_COMPUTE_SANITIZER=" + fake.string() + " CUDA_VISIBLE_DEVICES=", "--sanitize: no CUDA device"},
   };
+  // Where the toolkit's own copy is installed the last place searched always finds it.
+  if (!fs::exists("/usr/local/cuda/bin/compute-sanitizer")) {
+    cases.push_back({"FC_COMPUTE_SANITIZER= PATH=/nonexistent CUDA_HOME=/nonexistent", "compute-sanitizer not found on PATH"});
+  }
   for (const Case& c : cases) {
     INFO(c.environment);
     // `env -u` first: an FC_COMPUTE_SANITIZER of the caller's must not decide the third case.

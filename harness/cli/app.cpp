@@ -153,7 +153,7 @@ int run_cli(int argc, char** argv) {
       "flashcore-check: runs attention implementations stage by stage, checks every stage for NaN/Inf on the "
       "device, compares it with an FP64 reference under a derived error bound, and names where and why the "
       "numbers first go wrong.\n\nExit codes: 0 all cases pass, 1 a divergence was found, 2 usage, input or "
-      "environment error, 3 a run did not finish within FC_RUN_TIMEOUT seconds (600 when unset): it hangs.",
+      "environment error (or nothing judged: every case skipped), 3 a run did not finish within FC_RUN_TIMEOUT seconds (600 when unset): it hangs.",
       "flashcore-check"};
   app.formatter(std::make_shared<WrappingFormatter>());
   app.require_subcommand(0, 1);
@@ -183,10 +183,11 @@ int run_cli(int argc, char** argv) {
       ->group("Judging");
   std::string sanitize_tool;
   app.add_option("--sanitize", sanitize_tool,
-                 "run the whole --trace again under compute-sanitizer's TOOL (memcheck, racecheck, synccheck, "
-                 "initcheck): what it finds (message, device function, source line) is reported after the verdicts and in "
-                 "--json; exit 1 when it reports an error. Finds what the numbers do not show, such as a race that "
-                 "left every value right")
+                 "run the --trace in a child process under compute-sanitizer's TOOL (memcheck, racecheck, "
+                 "synccheck, initcheck; the verdicts are that run's, FC_RUN_TIMEOUT 12000 s unless set): what the "
+                 "tool finds (message, device function, source line) is reported after them and in --json; exit 1 "
+                 "when it reports an error. Finds what the numbers do not show, such as a race that left every value "
+                 "right")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kSanitizerTools), std::end(kSanitizerTools))))
       ->group("Judging");
   app.add_flag("--profile-evaluation", trace.judge.profile_evaluation,
@@ -401,8 +402,8 @@ int run_cli(int argc, char** argv) {
     }
     if (!sanitize_tool.empty()) {
       if (!do_trace && trace.impls.empty()) throw Error("--sanitize runs --trace under compute-sanitizer: give --trace");
-      return run_sanitized_trace(sanitize_tool, std::vector<std::string>(argv + 1, argv + argc), trace.reports.json,
-                                 trace.command_line);
+      return run_sanitized_trace(sanitize_tool, std::vector<std::string>(argv + 1, argv + argc), trace.reports,
+                                 trace.snapshot, trace.command_line);
     }
     load_plugins(plugins);
     if (ref->parsed()) return run_reference(reference);

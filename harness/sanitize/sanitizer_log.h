@@ -20,7 +20,7 @@ struct SanitizerFinding {
   std::string where;          // the source lines it names (FILE:LINE, comma-separated); "" if none
   std::int64_t records = 0;   // records of this message, function and place
   std::int64_t hazards = 0;   // racecheck: the hazards they stand for; else 0
-  std::string first_record;   // the first of them as the tool wrote it, lines joined by "\n"
+  std::string first_record;   // the first of them, each line without the tool's "=========" and indent, joined by "\n"
 };
 
 struct SanitizerReport {
@@ -28,6 +28,8 @@ struct SanitizerReport {
   std::int64_t errors = 0, warnings = 0;  // the tool's summary line's, else the records counted
   bool summary_seen = false;              // a summary line was read (the tool finished its report)
   std::vector<SanitizerFinding> findings;  // in the order first met
+  std::vector<std::string> process_messages;  // what it says about the process ("process didn't terminate
+                                              // successfully"): the run did not end normally
 };
 
 SanitizerReport parse_sanitizer_log(std::istream& log, const std::string& tool);

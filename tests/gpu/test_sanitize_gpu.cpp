@@ -55,7 +55,7 @@ bool have_compute_sanitizer() {
 
 }  // namespace
 
-TEST_CASE("--sanitize racecheck reports a dropped barrier the numbers may not show, and nothing on the clean kernel",
+TEST_CASE("a trace under racecheck reports a dropped barrier the numbers may not show, and nothing on the clean kernel",
           "[gpu][sanitize]") {
   // The CUDA toolkit that built this ships it: a GPU machine without it cannot run this test.
   INFO("compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, FC_COMPUTE_SANITIZER)");
