@@ -96,6 +96,31 @@ TEST_CASE("a CPU plugin is listed, described and traced stage by stage on every 
   CHECK(contains(o.out, "  lse "));
   CHECK(fs::exists(json));
 
+  // A mask part it does not handle: its cases are skipped, and a trace that judged nothing is
+  // not a pass.
+  o = cli("--trace --impl test-cpu-plugin --shape 1,1,16,64 --mask window=4,0 --json " + json.string() + p, dir);
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.out, "1 case x 1 implementation: 0 pass, 0 diverged, 0 error, 1 skipped"));
+  REQUIRE_FALSE(o.err.empty());  // after the no-device banner where there is no GPU
+  CHECK(contains(o.err.back(), "flashcore-check: nothing was judged: every case was skipped"));
+  o = cli("--trace --impl test-cpu-plugin --impl cpu-emulated --shape 1,1,16,64 --mask window=4,0" + p, dir);
+  CHECK(o.exit_code == 0);  // cpu-emulated judged it
+  // What fc_problem cannot tell it is skipped, never run as another problem and judged as this one.
+  for (const auto& [arguments, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"--shape 1,1,16,64 --mask window=4,0", "cannot pass a sliding window"},
+           {"--shape 1,2,16,64 --mask alibi", "cannot pass ALiBi slopes"},
+           {"--shape 1,1,16,64 --mask softcap=5", "cannot pass a softcap"},
+           {"--shape 2,1,16,64 --mask varlen", "cannot pass variable sequence lengths"},
+           {"--shape 1,4:2,16,64", "declares no GQA/MQA support"}}) {
+    o = cli("--trace --impl test-cpu-plugin " + arguments + p, dir);
+    INFO(arguments);
+    CHECK(o.exit_code == 2);
+    CHECK(contains(o.out, "skipped: " ));
+    CHECK(contains(o.out, reason));
+  }
+  o = cli("--trace --impl test-cpu-plugin --shape 1,1,40,64 --mask paged=8" + p, dir);  // padded K/V: the same problem
+  CHECK(o.exit_code == 0);
+
   // The same plugin from the environment, for every command.
   o = cli("list", dir, "FLASHCORE_PLUGINS=" + plugin("test_plugin"));
   CHECK(o.exit_code == 0);

@@ -203,7 +203,13 @@ int run_trace(const TraceCommand& command) {
   std::cout << "\n";
   write_report_files(command.reports, command.command_line, results, "trace");
   html.write();
-  return counts[1] + counts[2] > 0 || self_check_failed ? kExitDiverged : kExitPass;
+  if (counts[1] + counts[2] > 0 || self_check_failed) return kExitDiverged;
+  // Nothing judged is not a pass: a CI job whose every case was declined must not go green.
+  if (!results.empty() && counts[3] == static_cast<int>(results.size())) {
+    std::cerr << "flashcore-check: nothing was judged: every case was skipped (the reasons are above)\n";
+    return kExitUsage;
+  }
+  return kExitPass;
 }
 
 }  // namespace fc

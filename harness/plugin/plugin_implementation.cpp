@@ -302,6 +302,21 @@ class PluginImplementation final : public Implementation {
     for (const auto& [present, part] : parts) {
       if (present && (f.masks & part.first) == 0) return std::string("does not handle the mask part ") + part.second;
     }
+    // What fc_problem (version 1) cannot tell the plugin: run anyway, it would compute another
+    // problem and be judged against this one (a false divergence, or K/V heads read past their end).
+    const std::pair<bool, const char*> unexpressed[] = {
+        {m.window.active(), "a sliding window"},
+        {m.has_alibi(), "ALiBi slopes"},
+        {p.softcap > 0, "a softcap"},
+        {p.layout.varlen(), "variable sequence lengths (varlen)"},
+    };
+    for (const auto& [present, what] : unexpressed) {
+      if (present) return std::string("the plugin interface (version 1) cannot pass ") + what + " to a plugin";
+    }
+    if (p.shape.kv_head_count() != p.shape.heads && !f.gqa) {
+      return std::string("declares no GQA/MQA support (fc_features.gqa), and this case has ") +
+             std::to_string(p.shape.kv_head_count()) + " K/V heads for " + std::to_string(p.shape.heads) + " query heads";
+    }
     const std::int64_t d = p.shape.head_dim;
     if (f.max_head_dim > 0 && d > f.max_head_dim) return "head dim " + std::to_string(d) + " above its " + std::to_string(f.max_head_dim);
     if (f.head_dim_count > 0) {
@@ -329,7 +344,7 @@ fc_problem plugin_problem(const Problem& p) {
   f.dtype = plugin_dtype_of(p.dtype);
   f.batch = p.shape.batch;
   f.heads = p.shape.heads;
-  f.kv_heads = p.shape.heads;
+  f.kv_heads = p.shape.kv_head_count();
   f.q_len = p.shape.q_len;
   f.kv_len = p.shape.kv_len;
   f.head_dim = p.shape.head_dim;

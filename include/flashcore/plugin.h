@@ -105,7 +105,7 @@ enum { FC_DENSE_NONE = 0, FC_DENSE_BOOL = 1, FC_DENSE_BIAS = 2 };
 typedef struct fc_problem {
   uint32_t struct_size;
   int32_t dtype; /* of q, k, v (and the output): FC_DTYPE_F16 or FC_DTYPE_BF16 */
-  int64_t batch, heads, kv_heads, q_len, kv_len, head_dim; /* kv_heads == heads in version 1 */
+  int64_t batch, heads, kv_heads, q_len, kv_len, head_dim; /* kv_heads < heads only where features.gqa */
   double scale;                                             /* multiplies q.k */
   int32_t causal;                                           /* FC_CAUSAL_* */
   int32_t key_padding;                                      /* 1: key_lengths given (fc_run_args) */
@@ -118,7 +118,7 @@ typedef struct fc_problem {
 typedef struct fc_features {
   uint32_t dtypes;       /* FC_DTYPE_BIT(FC_DTYPE_F16) | ... */
   uint32_t masks;        /* FC_MASK_* it handles; a case with another part is skipped */
-  int32_t gqa;           /* 1: kv_heads < heads is fine (no such case in version 1) */
+  int32_t gqa;           /* 1: kv_heads < heads is fine (K and V then hold kv_heads heads); 0: such cases skipped */
   int32_t max_head_dim;  /* 0: no limit */
   const int32_t* head_dims; /* exactly these D, or NULL: any D up to max_head_dim */
   uint32_t head_dim_count;
