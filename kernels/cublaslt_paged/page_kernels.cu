@@ -53,7 +53,9 @@ __device__ __forceinline__ float exp_origin(float top, SoftmaxOptions o) {
 // 1.145x (1.176x at six blocks) against these taps' 1.113x, the same H100, 2026-11-27. The
 // per-row reductions cost more than the warps gained. Moving only the row max and sum taps to
 // shared memory (lane 0's) removed the 36 bytes of spill and changed nothing (1.111x): the
-// spill is not the cost either.
+// spill is not the cost either. Flagging a lane's four scores and four p~ as one group each (one
+// finite test for four, a zero past a partial page) spilled 68 bytes and measured 1.129x (1.078x
+// causal) against 1.110x (1.070x) the same day: rejected.
 constexpr int blocks_per_sm(bool flagged, int per_lane = 1) { return flagged ? (per_lane > 4 ? 4 : 6) : 8; }
 
 // The row loops below are grid-stride (a bounded grid), so that the flags each block folds in
