@@ -45,7 +45,8 @@ struct OutputResult {
 struct RowContext {
   double row_max = 0, row_sum = 0;  // of the reference over the whole row
   std::int64_t attended = 0, keys = 0;
-  double largest_product = 0;           // the largest |q.k| over its attended keys, before the scale
+  double largest_product = 0;           // the largest q.k over its attended keys, before the scale (an
+                                        // overflow to +inf makes the softmax NaN; one to -inf masks a key)
   std::int64_t attended_in_format = 0;  // attended keys whose bias the input format holds (not -inf once rounded)
   bool masked() const { return attended == 0; }
 };

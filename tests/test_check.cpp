@@ -203,6 +203,7 @@ TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-o
   for (std::int64_t c = 0; c < 64; ++c) {
     in.q.set(3 * 64 + c, 40.0);  // row 3 . key 5 = 64 * 40 * 40 = 102400 > 65504
     in.k.set(5 * 64 + c, 40.0);
+    in.k.set(6 * 64 + c, -50.0);  // 128000 the other way: -inf, a key masked
   }
   std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
   for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(3 * 64 + c, NAN);
@@ -210,6 +211,35 @@ TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-o
   REQUIRE(j.result.divergence);
   CHECK(j.result.divergence->index == Index4{0, 0, 3, 0});
   CHECK(j.result.divergence->cause == "score-overflow");
+  // The product named is the one that makes the NaN, +inf, not the larger one that masks a key.
+  CHECK(j.result.divergence->evidence.find("a product q.k of 102400") != std::string::npos);
+
+  // Only a negative overflow: -inf masks a key and leaves the softmax finite, so a NaN row there
+  // has another cause.
+  for (std::int64_t c = 0; c < 64; ++c) in.k.set(5 * 64 + c, -40.0);
+  std::map<std::string, HostTensor> negative{{"out", faithful(in)["out"]}};
+  for (std::int64_t c = 0; c < 64; ++c) negative["out"].set(3 * 64 + c, NAN);
+  const Judged n = judge(capture_of(in, negative));
+  REQUIRE(n.result.divergence);
+  CHECK(n.result.divergence->cause != "score-overflow");
+}
+
+TEST_CASE("fp16 scores stored as fp32 with an infinity where q.k overflows fp16 are score-overflow", "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
+  for (std::int64_t c = 0; c < 64; ++c) {
+    in.q.set(3 * 64 + c, 40.0);  // row 3 . key 5 = 102400 > 65504, a score of 12800: finite in fp32
+    in.k.set(5 * 64 + c, 40.0);
+  }
+  std::map<std::string, HostTensor> outputs = faithful(in);
+  outputs.erase("probs");
+  outputs["scores"].set(3 * 32 + 5, INFINITY);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->output == "qk");
+  CHECK(j.result.divergence->index == Index4{0, 0, 3, 5});
+  CHECK(j.result.divergence->cause == "score-overflow");
+  CHECK(j.result.divergence->evidence.find("beyond fp16's 65504") != std::string::npos);
+  CHECK(j.result.divergence->evidence.find("(stored as fp32)") != std::string::npos);
 }
 
 TEST_CASE("a row masked by float32's most negative bias in an fp16 kernel is fully-masked-row", "[check]") {

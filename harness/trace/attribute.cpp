@@ -222,19 +222,27 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // Out of range only when a value really exceeds the format it is stored in: the score, or
   // (an infinity of the score's sign) the unscaled product q.k a GEMM stores before the scale.
   // A -inf where neither is out of range is a mask, tested by the hypotheses below.
+  // A score stored wider than it was formed (fp16 scores upcast to fp32) overflows where the
+  // narrower of the stored and the 16-bit input format does: an infinity of the score's sign
+  // where either the score or q.k is beyond it.
   if (r.kind == StageKind::qk && std::isfinite(ref)) {
-    const double unscaled = ref / inputs.problem.scale, largest = max_finite(r.dtype);
+    const double unscaled = ref / inputs.problem.scale, stored_largest = max_finite(r.dtype);
+    const DType formed = dtype_size(inputs.problem.dtype) == 2 && max_finite(inputs.problem.dtype) < stored_largest
+                             ? inputs.problem.dtype
+                             : r.dtype;
+    const double largest = max_finite(formed);
     const bool stored_inf = std::isinf(k) && (k > 0) == (ref > 0);
-    if (std::fabs(ref) > largest || (stored_inf && std::fabs(unscaled) > largest)) {
+    if (std::fabs(ref) > stored_largest || (stored_inf && (std::fabs(unscaled) > largest || std::fabs(ref) > largest))) {
       d.cause = "score-overflow";
+      const std::string in_format = formed == r.dtype ? std::string() : std::string(" (stored as ") + dtype_name(r.dtype) + ")";
       d.evidence = std::fabs(ref) > largest
                        ? "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " +
-                             number_text(k) + ": it overflows " + dtype_name(r.dtype) + " (largest finite " +
-                             number_text(largest) + ")"
+                             number_text(k) + ": it overflows " + dtype_name(formed) + " (largest finite " +
+                             number_text(largest) + ")" + in_format
                        : "the score at " + at_text(d.index) + " is " + number_text(ref) + ", but before the scale " +
                              number_text(inputs.problem.scale) + " it is " + number_text(unscaled) + ", beyond " +
-                             dtype_name(r.dtype) + "'s " + number_text(largest) + ": the kernel stored " + number_text(k) +
-                             " (is q.k formed in " + dtype_name(r.dtype) + " before it is scaled?)";
+                             dtype_name(formed) + "'s " + number_text(largest) + ": the kernel stored " + number_text(k) +
+                             in_format + " (is q.k formed in " + dtype_name(formed) + " before it is scaled?)";
       return;
     }
   }
@@ -243,6 +251,7 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // format gets an infinity, and the softmax of the row NaN; its scores were not captured (a
   // bug report's output alone), so the scores' own check could not name it.
   const double input_largest = max_finite(inputs.problem.dtype);
+  // Only a positive overflow: +inf is the row's max and exp(inf - inf) NaN; a -inf masks a key.
   const double largest_score = row.largest_product * std::max(1.0, inputs.problem.scale);
   if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
       dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest) {
@@ -394,7 +403,7 @@ RowContext row_context(const AttentionInputs& inputs, std::int64_t b, std::int64
     ++ctx.attended;
     ctx.attended_in_format += bias >= -max_finite(inputs.problem.dtype);
     const double product = in.q.row(0).dot(in.k().row(j));
-    ctx.largest_product = std::max(ctx.largest_product, std::fabs(product));
+    ctx.largest_product = ctx.attended == 1 ? product : std::max(ctx.largest_product, product);
     ctx.row_max = std::max(ctx.row_max, in.scale * product + bias);
   }
   for (std::int64_t j = 0; j < s.kv_len && ctx.attended > 0; ++j) {
