@@ -127,6 +127,33 @@ void check_stage_placement(const Shape& shape, const Algorithm& algorithm, const
   }
 }
 
+namespace {
+
+// Sums f(output, its element count) over every output of every stage.
+template <class F>
+double sum_over_outputs(const Shape& shape, const StageGraph& graph, F f) {
+  double total = 0;
+  for (const Stage& stage : graph.stages) {
+    for (const StageOutput& output : stage.outputs) {
+      double n = 1;
+      for (const std::int64_t d : output_dims(shape, graph.algorithm, stage, output)) n *= static_cast<double>(d);
+      total += f(output, n);
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+double graph_output_elements(const Shape& shape, const StageGraph& graph) {
+  return sum_over_outputs(shape, graph, [](const StageOutput&, double n) { return n; });
+}
+
+double graph_output_bytes(const Shape& shape, const StageGraph& graph) {
+  return sum_over_outputs(shape, graph,
+                          [](const StageOutput& o, double n) { return n * static_cast<double>(dtype_size(o.dtype)); });
+}
+
 Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output) {
   const Dims rows{shape.batch, shape.heads, shape.q_len};
   switch (output.quantity) {

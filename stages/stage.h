@@ -87,6 +87,10 @@ inline KeyRange stage_columns(const Shape& shape, const Algorithm& algorithm, co
   return tile_columns(shape, algorithm, stage.split, stage.tile);
 }
 Dims output_dims(const Shape& shape, const Algorithm& algorithm, const Stage& stage, const StageOutput& output);
+// Every output of every stage of `graph` at `shape`: elements, and bytes as each is stored
+// (what a trace's captures hold, or, times 8 / its size, an FP64 copy of them).
+double graph_output_elements(const Shape& shape, const StageGraph& graph);
+double graph_output_bytes(const Shape& shape, const StageGraph& graph);
 // Throws fc::Error unless the stage has a place in the graph: a split of a split graph, a page
 // of a tiled one inside its split's keys, or -1 (whole rows); each output's value scale finite
 // and positive. What a snapshot's stages and a plugin's declared graph are both held to.

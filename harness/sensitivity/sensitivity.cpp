@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "core/parallel.h"
+#include "core/numeric.h"
+#include "core/resource_usage.h"
 #include "core/rng.h"
 #include "harness/inputs.h"
 #include "harness/trace/evaluate.h"
@@ -200,6 +202,33 @@ std::vector<Perturbation> trial_perturbations(const Shape& s, const std::vector<
 
 using CellKey = std::tuple<std::string, double, int>;  // perturbation, delta, stage kind
 
+// What measuring one clean run holds on the host at once: its captures, and every stage
+// quantity three times in FP64 (the clean reference and a perturbed one, each a value and two
+// bounds, and the kernel's values), with as much again for the evaluation's intermediates.
+double measuring_bytes(const Implementation& impl, const Problem& p) {
+  const StageGraph g = impl.stage_graph(p);
+  return graph_output_bytes(p.shape, g) + 2.0 * 7.0 * 8.0 * graph_output_elements(p.shape, g);
+}
+
+// The share of the machine's memory the runs of one key length may hold together.
+double measuring_room() { return 0.8 * static_cast<double>(physical_host_bytes()); }
+
+// A key length whose one run the machine cannot hold is skipped, not ended by a failed
+// allocation (`sensitivity --sk 3000000` was: std::bad_alloc).
+std::optional<std::string> too_large_to_measure(const Implementation& impl, const Problem& p) {
+  const double needed = measuring_bytes(impl, p), room = measuring_room();
+  if (room <= 0 || needed <= room) return std::nullopt;  // 0: the machine did not say
+  return "measuring one run needs about " + number_text(needed / (1 << 30)) + " GiB of host memory; this machine has " +
+         number_text(static_cast<double>(physical_host_bytes()) / (1 << 30)) + " GiB";
+}
+
+// Clean runs measured in parallel: as many as the machine holds (at least one).
+int runs_at_once(const Implementation& impl, const Problem& p) {
+  const double needed = measuring_bytes(impl, p), room = measuring_room();
+  if (room <= 0 || needed <= 0) return 0;  // 0: every thread
+  return static_cast<int>(std::max(1.0, std::floor(room / needed)));
+}
+
 // Every perturbation planted into the first stage of each kind it changes, on one clean run.
 void measure_run(const CleanRun& clean, const SensitivityOptions& options, std::map<CellKey, SensitivityCell>& cells) {
   const Shape& shape = clean.inputs.problem.shape;
@@ -282,7 +311,9 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
         clean->kv_len = kv_len;
         clean->seed = spec.seed;
         clean->inputs = generate_inputs(spec);
-        if (const std::optional<std::string> why = impl.unsupported(clean->inputs.problem)) {
+        std::optional<std::string> why = impl.unsupported(clean->inputs.problem);
+        if (!why) why = too_large_to_measure(impl, clean->inputs.problem);
+        if (why) {
           result.skipped.push_back(impl.name() + " " + spec.label() + ": " + *why);
           done += options.seeds;
           if (progress) progress(done, total);
@@ -306,9 +337,10 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
         runs.push_back(std::move(clean));
       }
       std::vector<std::map<CellKey, SensitivityCell>> per_run(runs.size());
+      const int at_once = runs.empty() ? 1 : runs_at_once(impl, runs.front()->inputs.problem);
       parallel_for(static_cast<std::int64_t>(runs.size()), [&](std::int64_t i) {
         measure_run(*runs[static_cast<std::size_t>(i)], options, per_run[static_cast<std::size_t>(i)]);
-      });
+      }, at_once);
       std::map<CellKey, SensitivityCell> merged;
       for (const auto& cells : per_run) {
         for (const auto& [key, c] : cells) {

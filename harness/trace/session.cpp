@@ -107,15 +107,8 @@ std::optional<std::string> trace_does_not_fit(const Implementation& impl, const 
   if (!impl.on_gpu()) {
     // A CPU implementation's captures all live in host memory at once: a case whose captures
     // the machine cannot hold is declined before it runs, not ended by a failed allocation.
-    const StageGraph graph = impl.stage_graph(problem);
-    double bytes = static_cast<double>(trace_bytes_in(impl, problem, window));
-    for (const Stage& stage : graph.stages) {
-      for (const StageOutput& output : stage.outputs) {
-        double n = static_cast<double>(dtype_size(output.dtype));
-        for (const std::int64_t d : output_dims(problem.shape, graph.algorithm, stage, output)) n *= static_cast<double>(d);
-        bytes += n;
-      }
-    }
+    const double bytes = static_cast<double>(trace_bytes_in(impl, problem, window)) +
+                         graph_output_bytes(problem.shape, impl.stage_graph(problem));
     const double memory = static_cast<double>(physical_host_bytes());
     if (memory <= 0 || bytes <= 0.8 * memory) return std::nullopt;  // 0: the machine did not say
     return "its trace's captures need " + number_text(bytes / (1 << 30)) + " GiB of host memory at this size; this machine has " +
