@@ -260,6 +260,8 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"reference " + kReport + " --out " + kReport, "cannot write: it is an input of this command"},
       {"reference " + kMisspelt + " --out r.h5", "misspelt.npz: unknown array 'is_casual'"},
       {"triage " + kReport + " --dtype bf16", "--dtype bf16: the report's inputs are fp16"},
+      {"triage " + kReport + " --arithmetic scores=fp16", "--arithmetic describes the kernel that wrote the report's outputs"},
+      {"triage " + kReport + " --arithmetic nonsense", "--arithmetic 'nonsense': unknown preset"},
       {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
       {"check " + kCapture + " --json twice.json --html ./twice.json", "./twice.json: cannot write: named as an output twice"},
       {"check " + kCapture + " --json ''", "--json: an empty value"},

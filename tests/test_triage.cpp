@@ -16,6 +16,7 @@
 #include "harness/triage/input_findings.h"
 #include "harness/triage/minimize.h"
 #include "kernels/implementation.h"
+#include "reference/attention.h"
 
 namespace fc {
 namespace {
@@ -199,6 +200,42 @@ TEST_CASE("triage --minimize shrinks a B4 H8 S1024 report with a fully masked ro
   std::ifstream replayed(out);
   const std::string again((std::istreambuf_iterator<char>(replayed)), std::istreambuf_iterator<char>());
   CHECK(again.find("(fully-masked-row); the replay agrees") != std::string::npos);  // ...the same way
+  fs::remove_all(dir);
+}
+
+
+TEST_CASE("triage --arithmetic judges the report's outputs under the kernel's declared formats", "[triage]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fc_triage_arith_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CaseSpec spec;
+  spec.shape = {1, 2, 32, 48, 64};
+  spec.seed = 5;
+  const AttentionInputs in = generate_inputs(spec);
+  // The scores an fp16 kernel formed, saved upcast to fp32: fp16 precision in an fp32 array.
+  const ReferenceTensors r = compute_reference(in, {});
+  const HostTensor scores = r.scores.to(DType::f16).to(DType::f32);
+  const std::string report = (dir / "report.npz").string();
+  write_npz(report, {{"q", in.q}, {"k", in.k}, {"v", in.v}, {"scores", scores}, {"out", r.output.to(DType::f16)}});
+  const auto triage = [&](const std::string& options) {
+    const std::string json = (dir / "triage.json").string();
+    const int status =
+        std::system((std::string(FC_CLI_PATH) + " triage " + report + " --impl cpu-emulated " + options + " --json " + json +
+                     " > /dev/null")
+                        .c_str());
+    std::ifstream in(json);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::make_pair(WEXITSTATUS(status), text);
+  };
+  // Judged as the fp32 it is stored in, its fp16 rounding is over the bound: precision-loss.
+  const auto [undeclared, undeclared_json] = triage("");
+  CHECK(undeclared == 1);
+  CHECK(undeclared_json.find("\"cause\": \"precision-loss\"") != std::string::npos);
+  // Declared, the same scores pass.
+  const auto [declared, declared_json] = triage("--arithmetic scores=fp16");
+  CHECK(declared == 0);
+  CHECK(declared_json.find("\"diverged\": 0") != std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -282,6 +282,9 @@ int run_cli(int argc, char** argv) {
                          "bug behave on this report; the others are not run");
   triage_cmd->add_option("--minimize", triage.minimize,
                          "delta-debug to the smallest case that fails the same way and write it as a fixture");
+  triage_cmd->add_option("--arithmetic", triage.arithmetic,
+                         "how the kernel that wrote the report's outputs computes (they are judged under its bounds; "
+                         "as check's): " + arithmetic_help());
   add_report_options(*triage_cmd, triage.reports, "implementation");
   add_bound_option(*triage_cmd, triage.judge);
   add_reference_option(*triage_cmd, triage.judge, true);

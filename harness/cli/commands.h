@@ -72,6 +72,7 @@ struct TriageCommand {
   std::string dtype;     // what fp32 inputs are rounded to for the kernels (fp16)
   std::string inject;    // plant this fault in the implementations that have it
   std::string minimize;  // write the smallest failing case here
+  std::string arithmetic;  // how the kernel that wrote the report's outputs computes (as check's)
   ReportFiles reports;
   JudgeOptions judge;
   std::string command_line;

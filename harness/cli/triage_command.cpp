@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "harness/check/captured.h"
+#include "harness/check/arithmetic_spec.h"
 #include "harness/cli/commands.h"
 #include "harness/io/case_loader.h"
 #include "harness/io/snapshot.h"
@@ -61,6 +62,7 @@ HtmlTable input_findings_table(const std::vector<InputFinding>& findings) {
 }  // namespace
 
 int run_triage(const TriageCommand& command) {
+  const ArithmeticSpec spec = command.arithmetic.empty() ? ArithmeticSpec{} : parse_arithmetic(command.arithmetic);
   const DeviceInfo device = device_info();
   std::vector<std::unique_ptr<Implementation>> impls = chosen(command, device);
   check_report_files(command.reports);
@@ -73,6 +75,10 @@ int run_triage(const TriageCommand& command) {
   }
   const DType kernel_dtype = p.dtype == DType::f32 ? (command.dtype.empty() ? DType::f16 : *parse_dtype(command.dtype)) : p.dtype;
   const CaptureFile seen = read_capture_file(command.report);
+  if (!command.arithmetic.empty() && seen.outputs.empty()) {
+    throw Error("--arithmetic describes the kernel that wrote the report's outputs, and " + command.report +
+                " holds none (out, lse, scores, ...)");
+  }
   if (!command.reports.html_stages.empty()) {
     std::vector<std::string> output_names;
     Problem kernel_problem = p;
@@ -80,7 +86,7 @@ int run_triage(const TriageCommand& command) {
     for (const auto& impl : impls) {
       if (!impl->unsupported(kernel_problem)) add_output_names(impl->stage_graph(kernel_problem), output_names);
     }
-    if (!seen.outputs.empty()) add_output_names(make_captured_implementation(report.inputs, seen, {})->stage_graph(p), output_names);
+    if (!seen.outputs.empty()) add_output_names(make_captured_implementation(report.inputs, seen, spec)->stage_graph(p), output_names);
     require_selections("--html-stages", command.reports.html_stages, output_names);
   }
   std::ostream& out = detail_stream(command.quiet);
@@ -117,7 +123,7 @@ int run_triage(const TriageCommand& command) {
   };
   // The output the user saw, when the report holds it: judged on the inputs as given.
   if (!seen.outputs.empty()) {
-    std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, {});
+    std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, spec);
     Judged judged = judge_case_keeping(*captured, report.inputs, report.description, nullptr, html.enabled(), command.judge);
     html.add_case(report.inputs, judged.run, judged.result, judged.references);
     results.push_back(std::move(judged.result));
