@@ -12,6 +12,11 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A message as one line: a newline, a carriage return, a tab or another control character in
+// it (a file name can hold any of them) written as an escape, so that every error stays one
+// line on stderr.
+std::string one_line(const std::string& message);
+
 // "PATH: what" -- the shape of every message about a file.
 inline Error file_error(const std::string& path, const std::string& what) {
   return Error(path + ": " + what);

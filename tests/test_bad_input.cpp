@@ -227,6 +227,8 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--inject rows-cols-swap describe --impl cublaslt-paged", "--inject is an option of --trace, not of describe"},
       {"--sanitize racecheck describe --impl naive", "--sanitize is an option of --trace, not of describe"},
       {"--sanitize racecheck", "--sanitize runs --trace under compute-sanitizer: give --trace"},
+      // A file name with a newline: the message stays one line, the newline written as \n.
+      {"replay \"$(printf 'x\\ny.h5')\"", "x\\ny.h5: no such file"},
       {"--trace --impl cpu-emulated --sanitize nosuch", "--sanitize: nosuch not in {memcheck,racecheck,synccheck,initcheck}"},
       {"--impl naive list", "--impl is an option of --trace, not of list"},
       {"--trace --impl cpu-emulated --seed 9223372036854775808", "--seed"},

@@ -188,6 +188,12 @@ TEST_CASE("a broken plugin ends the command with one line naming it, exit 2, and
     CHECK(contains(errors[0], message));
     CHECK(dir.entries() == 0);  // no report, no snapshot, no staged temporary
   }
+  // A library named by FLASHCORE_PLUGINS is named so, not as an option that was never given.
+  const Outcome from_environment = cli("list", dir, "FLASHCORE_PLUGINS=" + plugin("test_plugin_no_entry"));
+  CHECK(from_environment.exit_code == 2);
+  const std::vector<std::string> errors = errors_of(from_environment);
+  REQUIRE(errors.size() == 1);
+  CHECK(contains(errors[0], "FLASHCORE_PLUGINS entry " + plugin("test_plugin_no_entry") + ": no symbol flashcore_plugin"));
 }
 
 TEST_CASE("a run that never finishes ends the command after FC_RUN_TIMEOUT: one line naming it, exit 3", "[plugin]") {

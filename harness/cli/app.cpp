@@ -355,10 +355,10 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "flashcore-check: " << e.what() << " (see --help)\n";
+    std::cerr << "flashcore-check: " << one_line(e.what()) << " (see --help)\n";
     return kExitUsage;
   } catch (const Error& e) {  // an option read as it is parsed (--rows)
-    std::cerr << "flashcore-check: " << e.what() << "\n";
+    std::cerr << "flashcore-check: " << one_line(e.what()) << "\n";
     return kExitUsage;
   }
 
@@ -425,13 +425,13 @@ int run_cli(int argc, char** argv) {
     std::cerr << "flashcore-check: nothing to do: give --trace or a subcommand (see --help)\n";
     return kExitUsage;
   } catch (const Error& e) {
-    std::cerr << "flashcore-check: " << e.what() << "\n";
+    std::cerr << "flashcore-check: " << one_line(e.what()) << "\n";
     return kExitUsage;
   } catch (const PluginFailure& e) {  // a plugin failed, threw or crashed: the process stops judging
-    std::cerr << "flashcore-check: " << e.what() << "\n";
+    std::cerr << "flashcore-check: " << one_line(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {  // a bug of ours: still one line, and files are cleaned up on the way out
-    std::cerr << "flashcore-check: internal error: " << e.what() << "\n";
+    std::cerr << "flashcore-check: internal error: " << one_line(e.what()) << "\n";
     return kExitUsage;
   }
 }

@@ -27,9 +27,9 @@ std::int32_t plugin_dtype_of(DType dtype) {
   throw Error(std::string("no plugin dtype for ") + dtype_name(dtype));
 }
 
-PluginLibrary::PluginLibrary(std::string path) : path_(std::move(path)) {
+PluginLibrary::PluginLibrary(std::string path, std::string origin) : path_(std::move(path)), origin_(std::move(origin)) {
   note_input_file(path_);  // FLASHCORE_PLUGINS too: no output is written over a loaded library
-  const std::string where = "--plugin " + path_;
+  const std::string where = this->where();
   // Loading runs the library's constructors: plugin code. RTLD_NODELETE: closing the handle
   // leaves the code mapped, so that a CUDA runtime linked into the plugin is never torn down
   // before the process ends, behind the harness's own.
@@ -58,7 +58,7 @@ PluginLibrary::~PluginLibrary() {
 }
 
 void PluginLibrary::check() const {
-  const std::string where = "--plugin " + path_;
+  const std::string where = this->where();
   if (!plugin_) throw Error(where + ": " FC_PLUGIN_ENTRY_SYMBOL "() returned NULL");
   if (plugin_->abi_version != FC_PLUGIN_ABI_VERSION) {
     throw Error(where + ": built for plugin ABI version " + std::to_string(plugin_->abi_version) +

@@ -11,15 +11,16 @@ namespace fc {
 
 class PluginLibrary {
  public:
-  // An fc::Error "--plugin PATH: why" if the file cannot be loaded, lacks the entry symbol,
+  // An fc::Error "ORIGIN PATH: why" if the file cannot be loaded, lacks the entry symbol,
   // speaks another ABI version or describes itself inconsistently; a PluginFailure if
-  // loading it crashes.
-  explicit PluginLibrary(std::string path);
+  // loading it crashes. `origin`: where the path was given ("--plugin", "FLASHCORE_PLUGINS entry").
+  explicit PluginLibrary(std::string path, std::string origin = "--plugin");
   ~PluginLibrary();
   PluginLibrary(const PluginLibrary&) = delete;
   PluginLibrary& operator=(const PluginLibrary&) = delete;
 
   const std::string& path() const { return path_; }
+  std::string where() const { return origin_ + " " + path_; }  // how load errors name it
   std::string who() const { return "plugin " + path_; }  // how messages name it
   const fc_plugin& description() const { return *plugin_; }
 
@@ -27,6 +28,7 @@ class PluginLibrary {
   void check() const;
 
   std::string path_;
+  std::string origin_;
   void* handle_ = nullptr;
   const fc_plugin* plugin_ = nullptr;
 };

@@ -31,7 +31,7 @@ std::vector<std::unique_ptr<Implementation>> plugin_implementations() {
 // The catalog entry of a fault the plugin declares: its trigger case in our terms, and the
 // expectation as the plugin states it (it cannot replay its own bug in FP64).
 FaultSpec fault_spec(const PluginLibrary& library, const fc_implementation& impl, const fc_fault& f) {
-  const std::string where = "--plugin " + library.path() + ": fault '" + f.id + "'";
+  const std::string where = library.where() + ": fault '" + f.id + "'";
   FaultSpec spec;
   spec.id = f.id;
   spec.bug = f.bug;
@@ -70,28 +70,29 @@ std::vector<std::string> plugins_from_environment() {
 }
 
 void load_plugins(const std::vector<std::string>& paths) {
-  std::vector<std::string> all = plugins_from_environment();
-  all.insert(all.end(), paths.begin(), paths.end());
+  std::vector<std::pair<std::string, std::string>> all;  // path, where it was given
+  for (const std::string& path : plugins_from_environment()) all.emplace_back(path, "FLASHCORE_PLUGINS entry");
+  for (const std::string& path : paths) all.emplace_back(path, "--plugin");
   if (all.empty()) return;
   std::set<std::string> names;
   for (const auto& impl : make_implementations()) names.insert(impl->name());
   std::set<std::string> seen;
-  for (const std::string& path : all) {
+  for (const auto& [path, origin] : all) {
     if (!seen.insert(path).second) continue;  // named twice: loaded once
-    auto library = std::make_shared<const PluginLibrary>(path);
+    auto library = std::make_shared<const PluginLibrary>(path, origin);
     const fc_plugin& p = library->description();
     std::vector<FaultSpec> faults;
     for (std::uint32_t i = 0; i < p.implementation_count; ++i) {
       const fc_implementation& impl = p.implementations[i];
       if (!names.insert(impl.name).second) {
-        throw Error("--plugin " + path + ": implementation '" + impl.name + "' is already taken (see `list`)");
+        throw Error(library->where() + ": implementation '" + impl.name + "' is already taken (see `list`)");
       }
       for (std::uint32_t f = 0; f < impl.fault_count; ++f) faults.push_back(fault_spec(*library, impl, impl.faults[f]));
     }
     try {
       add_faults(faults);
     } catch (const Error& e) {
-      throw Error("--plugin " + path + ": " + e.what());
+      throw Error(library->where() + ": " + e.what());
     }
     if (loaded().empty()) add_implementation_source(plugin_implementations);
     loaded().push_back(std::move(library));
