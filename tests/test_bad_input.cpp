@@ -222,6 +222,7 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"faults --fault typo", "--fault 'typo': unknown fault"},
       {"faults --impl nosuch", "--impl 'nosuch': unknown implementation"},
       {"bench --impl nosuch", "--impl 'nosuch': unknown implementation"},
+      {"bench --quick --impl wmma-fused", "--impl wmma-fused needs a CUDA device"},
       {"describe --impl nosuch", "--impl 'nosuch': unknown implementation"},
       {"--trace --impl nosuch", "--impl 'nosuch': unknown implementation"},
       {"--inject rows-cols-swap describe --impl cublaslt-paged", "--inject is an option of --trace, not of describe"},

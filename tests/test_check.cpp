@@ -242,6 +242,36 @@ TEST_CASE("fp16 scores stored as fp32 with an infinity where q.k overflows fp16 
   CHECK(j.result.divergence->evidence.find("(stored as fp32)") != std::string::npos);
 }
 
+TEST_CASE("a -inf in fp32 scores is left to the mask hypotheses, even where q.k is beyond fp16", "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
+  for (std::int64_t c = 0; c < 64; ++c) {
+    in.q.set(c, 40.0);  // row 0 . key 0 = -102400: beyond fp16 the other way
+    in.k.set(c, -40.0);
+  }
+  std::map<std::string, HostTensor> outputs = faithful(in);
+  outputs.erase("probs");
+  for (std::int64_t i = 0; i < 4; ++i) outputs["scores"].set(i * 32 + i, -INFINITY);  // the diagonal masked: a mask bug
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->index == Index4{0, 0, 0, 0});
+  CHECK(j.result.divergence->cause == "mask-mismatch");
+}
+
+TEST_CASE("with a scale above 1 the NaN row's evidence names the scaled score that overflows", "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
+  in.problem.scale = 4;
+  for (std::int64_t c = 0; c < 64; ++c) {
+    in.q.set(3 * 64 + c, 20.0);  // row 3 . key 5 = 25600, a score of 102400
+    in.k.set(5 * 64 + c, 20.0);
+  }
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(3 * 64 + c, NAN);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->cause == "score-overflow");
+  CHECK(j.result.divergence->evidence.find("a score of 102400 (q.k 25600 times the scale 4)") != std::string::npos);
+}
+
 TEST_CASE("a row masked by float32's most negative bias in an fp16 kernel is fully-masked-row", "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
   HostTensor bias(DType::f32, {1, 1, 16, 32});

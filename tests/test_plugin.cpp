@@ -167,6 +167,9 @@ TEST_CASE("a broken plugin ends the command with one line naming it, exit 2, and
       {"test_plugin_abi2", "list", "built for plugin ABI version 2, this flashcore-check speaks version 1"},
       {"test_plugin_named_naive", "list", "implementation 'naive' is already taken"},
       {"missing_plugin", "list", "cannot load"},
+      {"test_plugin_window_fault", "list",
+       "fault 'test-plugin-masked-row-nan': trigger case: 'test-cpu-plugin' would skip it: the plugin interface "
+       "(version 1) cannot pass a sliding window"},
       {"test_plugin_crash_run", trace + " --impl test-cpu-plugin", "test-cpu-plugin: run crashed with SIGSEGV"},
       {"test_plugin_abort_prepare", trace + " --impl test-cpu-plugin", "test-cpu-plugin: prepare crashed with SIGABRT"},
       {"test_plugin_fail_run", trace + " --impl test-cpu-plugin", "run failed: the test plugin failed on purpose"},

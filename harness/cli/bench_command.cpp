@@ -288,6 +288,9 @@ int run_bench(const BenchCommand& command) {
     if (mask != "none" && mask != "causal") throw Error("--mask '" + mask + "': bench times none or causal");
   }
   const DeviceInfo device = device_info();
+  if (!device.available && !impls.empty() && !command.impls.empty()) {  // asked for by name, as --trace refuses it
+    throw Error("--impl " + impls.front()->name() + " needs a CUDA device: " + device.why_unavailable);
+  }
   if (!device.available) std::fprintf(stderr, "no CUDA device (%s): GPU benchmarks not run\n", device.why_unavailable.c_str());
   if (device.available) std::printf("device: %s\n", device.describe().c_str());
 

@@ -131,7 +131,12 @@ int run_faults(const FaultsCommand& command) {
   write_report_files(command.reports, command.command_line, results, "faults", junit);
   html.add_summary(matrix_table(cells, faulty_sections));
   html.write();
-  return ok ? kExitPass : kExitDiverged;
+  if (!ok) return kExitDiverged;
+  if (n == 0 && command.sweep <= 0 && command.long_sweep <= 0) {  // an empty matrix checks nothing
+    std::cerr << "flashcore-check: nothing was judged: no fault x implementation cell to run here\n";
+    return kExitUsage;
+  }
+  return kExitPass;
 }
 
 }  // namespace fc

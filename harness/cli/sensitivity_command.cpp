@@ -123,7 +123,13 @@ int run_sensitivity(const SensitivityCommand& command) {
     for (const CaseResult& r : all.false_alarms) html.add_result(r, "a false alarm: a clean run that did not pass");
     html.write();
   }
-  return all.false_alarms.empty() ? kExitPass : kExitDiverged;
+  if (!all.false_alarms.empty()) return kExitDiverged;
+  if (all.clean_runs == 0) {  // every key length skipped: nothing measured is not a measurement
+    std::cerr << "flashcore-check: nothing was measured: every case was skipped"
+              << (all.skipped.empty() ? std::string() : " (" + all.skipped.front() + ")") << "\n";
+    return kExitUsage;
+  }
+  return kExitPass;
 }
 
 }  // namespace fc

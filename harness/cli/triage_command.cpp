@@ -179,11 +179,18 @@ int run_triage(const TriageCommand& command) {
             << (findings.size() == 1 ? "" : "s") << " (" << defects << " defect" << (defects == 1 ? "" : "s") << "); "
             << results.size()
             << " implementation" << (results.size() == 1 ? "" : "s") << ": " << counts[0] << " pass, " << counts[1]
-            << " diverged, " << counts[2] << " error" << minimized << "\n";
+            << " diverged, " << counts[2] << " error, " << counts[3] << " skipped" << minimized << "\n";
   write_report_files(command.reports, command.command_line, results, "triage", {}, findings);
   html.write();
   const bool diverged = std::any_of(results.begin(), results.end(), [](const CaseResult& r) { return r.verdict != Verdict::pass && r.verdict != Verdict::skipped; });
-  return diverged || defect ? kExitDiverged : kExitPass;
+  if (diverged || defect) return kExitDiverged;
+  // Nothing judged is not a pass (as --trace): the input findings alone cannot clear a report.
+  if (counts[3] == static_cast<int>(results.size())) {
+    std::cerr << "flashcore-check: nothing was judged: every implementation skipped the report"
+              << (results.empty() ? "" : " (" + results.front().impl + ": " + results.front().reason + ")") << "\n";
+    return kExitUsage;
+  }
+  return kExitPass;
 }
 
 }  // namespace fc

@@ -169,7 +169,7 @@ class PluginImplementation final : public Implementation {
   }
 
   std::optional<std::string> unsupported(const Problem& p) const override {
-    if (const std::optional<std::string> why = outside_features(p)) return why;
+    if (const std::optional<std::string> why = outside_plugin_features(decl_.features, p)) return why;
     if (!decl_.supports) return std::nullopt;
     const fc_problem problem = plugin_problem(p);
     char why[kErrorSize] = {};
@@ -285,50 +285,6 @@ class PluginImplementation final : public Implementation {
     }
   }
 
-  std::optional<std::string> outside_features(const Problem& p) const {
-    const fc_features& f = decl_.features;
-    if (p.dtype != DType::f16 && p.dtype != DType::bf16) return std::string("takes fp16 or bf16 inputs");
-    if ((f.dtypes & FC_DTYPE_BIT(plugin_dtype_of(p.dtype))) == 0) {
-      return std::string("declares no ") + dtype_name(p.dtype) + " support";
-    }
-    const Mask& m = p.mask;
-    const std::pair<bool, std::pair<std::uint32_t, const char*>> parts[] = {
-        {m.causal == Causal::top_left, {FC_MASK_CAUSAL_TOP_LEFT, "causal"}},
-        {m.causal == Causal::bottom_right, {FC_MASK_CAUSAL_BOTTOM_RIGHT, "causal-br"}},
-        {!m.key_lengths.empty(), {FC_MASK_KEY_PADDING, "padding"}},
-        {m.has_dense() && !m.dense_is_bias(), {FC_MASK_DENSE_BOOL, "bool"}},
-        {m.dense_is_bias(), {FC_MASK_DENSE_BIAS, "bias"}},
-    };
-    for (const auto& [present, part] : parts) {
-      if (present && (f.masks & part.first) == 0) return std::string("does not handle the mask part ") + part.second;
-    }
-    // What fc_problem (version 1) cannot tell the plugin: run anyway, it would compute another
-    // problem and be judged against this one (a false divergence, or K/V heads read past their end).
-    const std::pair<bool, const char*> unexpressed[] = {
-        {m.window.active(), "a sliding window"},
-        {m.has_alibi(), "ALiBi slopes"},
-        {p.softcap > 0, "a softcap"},
-        {p.layout.varlen(), "variable sequence lengths (varlen)"},
-    };
-    for (const auto& [present, what] : unexpressed) {
-      if (present) return std::string("the plugin interface (version 1) cannot pass ") + what + " to a plugin";
-    }
-    if (p.shape.kv_head_count() != p.shape.heads && !f.gqa) {
-      return std::string("declares no GQA/MQA support (fc_features.gqa), and this case has ") +
-             std::to_string(p.shape.kv_head_count()) + " K/V heads for " + std::to_string(p.shape.heads) + " query heads";
-    }
-    const std::int64_t d = p.shape.head_dim;
-    if (f.max_head_dim > 0 && d > f.max_head_dim) return "head dim " + std::to_string(d) + " above its " + std::to_string(f.max_head_dim);
-    if (f.head_dim_count > 0) {
-      std::string listed;
-      for (std::uint32_t i = 0; i < f.head_dim_count; ++i) {
-        if (f.head_dims[i] == d) return std::nullopt;
-        listed += (listed.empty() ? "" : ", ") + std::to_string(f.head_dims[i]);
-      }
-      return "head dim " + std::to_string(d) + " is not one of " + listed;
-    }
-    return std::nullopt;
-  }
 
   std::shared_ptr<const PluginLibrary> library_;
   const fc_implementation& decl_;
@@ -337,6 +293,50 @@ class PluginImplementation final : public Implementation {
 };
 
 }  // namespace
+
+std::optional<std::string> outside_plugin_features(const fc_features& f, const Problem& p) {
+  if (p.dtype != DType::f16 && p.dtype != DType::bf16) return std::string("takes fp16 or bf16 inputs");
+  if ((f.dtypes & FC_DTYPE_BIT(plugin_dtype_of(p.dtype))) == 0) {
+    return std::string("declares no ") + dtype_name(p.dtype) + " support";
+  }
+  const Mask& m = p.mask;
+  const std::pair<bool, std::pair<std::uint32_t, const char*>> parts[] = {
+      {m.causal == Causal::top_left, {FC_MASK_CAUSAL_TOP_LEFT, "causal"}},
+      {m.causal == Causal::bottom_right, {FC_MASK_CAUSAL_BOTTOM_RIGHT, "causal-br"}},
+      {!m.key_lengths.empty(), {FC_MASK_KEY_PADDING, "padding"}},
+      {m.has_dense() && !m.dense_is_bias(), {FC_MASK_DENSE_BOOL, "bool"}},
+      {m.dense_is_bias(), {FC_MASK_DENSE_BIAS, "bias"}},
+  };
+  for (const auto& [present, part] : parts) {
+    if (present && (f.masks & part.first) == 0) return std::string("does not handle the mask part ") + part.second;
+  }
+  // What fc_problem (version 1) cannot tell the plugin: run anyway, it would compute another
+  // problem and be judged against this one (a false divergence, or K/V heads read past their end).
+  const std::pair<bool, const char*> unexpressed[] = {
+      {m.window.active(), "a sliding window"},
+      {m.has_alibi(), "ALiBi slopes"},
+      {p.softcap > 0, "a softcap"},
+      {p.layout.varlen(), "variable sequence lengths (varlen)"},
+  };
+  for (const auto& [present, what] : unexpressed) {
+    if (present) return std::string("the plugin interface (version 1) cannot pass ") + what + " to a plugin";
+  }
+  if (p.shape.kv_head_count() != p.shape.heads && !f.gqa) {
+    return std::string("declares no GQA/MQA support (fc_features.gqa), and this case has ") +
+           std::to_string(p.shape.kv_head_count()) + " K/V heads for " + std::to_string(p.shape.heads) + " query heads";
+  }
+  const std::int64_t d = p.shape.head_dim;
+  if (f.max_head_dim > 0 && d > f.max_head_dim) return "head dim " + std::to_string(d) + " above its " + std::to_string(f.max_head_dim);
+  if (f.head_dim_count > 0) {
+    std::string listed;
+    for (std::uint32_t i = 0; i < f.head_dim_count; ++i) {
+      if (f.head_dims[i] == d) return std::nullopt;
+      listed += (listed.empty() ? "" : ", ") + std::to_string(f.head_dims[i]);
+    }
+    return "head dim " + std::to_string(d) + " is not one of " + listed;
+  }
+  return std::nullopt;
+}
 
 fc_problem plugin_problem(const Problem& p) {
   fc_problem f{};

@@ -6,6 +6,8 @@
 // CUDA error after its kernels is a PluginFailure naming the plugin, the implementation and
 // the call.
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "harness/plugin/plugin_library.h"
 #include "kernels/implementation.h"
@@ -14,6 +16,10 @@ namespace fc {
 
 std::unique_ptr<Implementation> make_plugin_implementation(std::shared_ptr<const PluginLibrary> library,
                                                            const fc_implementation& declaration);
+
+// Why a plugin with these features cannot run `problem` (a dtype, mask part or head dim it does
+// not declare; what fc_problem cannot carry to it), or nullopt. No plugin code runs.
+std::optional<std::string> outside_plugin_features(const fc_features& features, const Problem& problem);
 
 // The plugin's description of a problem (fc_problem).
 fc_problem plugin_problem(const Problem& problem);

@@ -44,7 +44,11 @@ FaultSpec fault_spec(const PluginLibrary& library, const fc_implementation& impl
     spec.trigger.mask = f.mask;
     spec.trigger.dist = f.dist;
     spec.trigger.seed = f.seed;
-    make_problem(spec.trigger);  // an unknown mask or distribution is refused now
+    const Problem trigger = make_problem(spec.trigger);  // an unknown mask or distribution is refused now
+    // A trigger the implementation would skip would leave its cell empty, graded as a miss.
+    if (const std::optional<std::string> why = outside_plugin_features(impl.features, trigger)) {
+      throw Error("'" + std::string(impl.name) + "' would skip it: " + *why);
+    }
   } catch (const Error& e) {
     throw Error(where + ": trigger case: " + e.what());
   }

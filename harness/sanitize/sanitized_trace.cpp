@@ -157,6 +157,8 @@ int run_sanitized_trace(const std::string& tool, const std::vector<std::string>&
   print_report(report);
   if (!files.json.empty() && fs::exists(child_json)) write_json(child_json, files.json, report, command_line);
   if (status == kExitHang) return status;
+  // The child ran to its end and refused or judged nothing: its own line said why.
+  if (status == kExitUsage && report.summary_seen && report.process_messages.empty()) return status;
   // compute-sanitizer gives the child's status, or its own when the child did not end normally.
   if ((status != kExitPass && status != kExitDiverged) || !report.process_messages.empty() || !report.summary_seen) {
     std::string why = "exit status " + std::to_string(status);

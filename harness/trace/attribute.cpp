@@ -222,27 +222,38 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // Out of range only when a value really exceeds the format it is stored in: the score, or
   // (an infinity of the score's sign) the unscaled product q.k a GEMM stores before the scale.
   // A -inf where neither is out of range is a mask, tested by the hypotheses below.
-  // A score stored wider than it was formed (fp16 scores upcast to fp32) overflows where the
-  // narrower of the stored and the 16-bit input format does: an infinity of the score's sign
-  // where either the score or q.k is beyond it.
+  // fp16 scores saved wider (upcast to fp32) overflow where fp16 does: a +inf where the score
+  // or q.k is beyond fp16's range. Only +inf: a -inf in fp32 scores may as well be a mask, and
+  // the hypotheses weigh the head's every bad element, not this one alone. (bf16 has fp32's
+  // range: nothing narrower to form it in.)
   if (r.kind == StageKind::qk && std::isfinite(ref)) {
     const double unscaled = ref / inputs.problem.scale, stored_largest = max_finite(r.dtype);
-    const DType formed = dtype_size(inputs.problem.dtype) == 2 && max_finite(inputs.problem.dtype) < stored_largest
-                             ? inputs.problem.dtype
-                             : r.dtype;
-    const double largest = max_finite(formed);
     const bool stored_inf = std::isinf(k) && (k > 0) == (ref > 0);
-    if (std::fabs(ref) > stored_largest || (stored_inf && (std::fabs(unscaled) > largest || std::fabs(ref) > largest))) {
+    const bool narrower_input = inputs.problem.dtype == DType::f16 && max_finite(DType::f16) < stored_largest;
+    const double input_largest = max_finite(inputs.problem.dtype);
+    const std::string stored_as = std::string(" (stored as ") + dtype_name(r.dtype) + ")";
+    if (std::fabs(ref) > stored_largest || (stored_inf && std::fabs(unscaled) > stored_largest)) {
       d.cause = "score-overflow";
-      const std::string in_format = formed == r.dtype ? std::string() : std::string(" (stored as ") + dtype_name(r.dtype) + ")";
-      d.evidence = std::fabs(ref) > largest
+      d.evidence = std::fabs(ref) > stored_largest
                        ? "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " +
-                             number_text(k) + ": it overflows " + dtype_name(formed) + " (largest finite " +
-                             number_text(largest) + ")" + in_format
+                             number_text(k) + ": it overflows " + dtype_name(r.dtype) + " (largest finite " +
+                             number_text(stored_largest) + ")"
                        : "the score at " + at_text(d.index) + " is " + number_text(ref) + ", but before the scale " +
                              number_text(inputs.problem.scale) + " it is " + number_text(unscaled) + ", beyond " +
-                             dtype_name(formed) + "'s " + number_text(largest) + ": the kernel stored " + number_text(k) +
-                             in_format + " (is q.k formed in " + dtype_name(formed) + " before it is scaled?)";
+                             dtype_name(r.dtype) + "'s " + number_text(stored_largest) + ": the kernel stored " +
+                             number_text(k) + " (is q.k formed in " + dtype_name(r.dtype) + " before it is scaled?)";
+      return;
+    }
+    if (narrower_input && k == kInf && ref > 0 && (ref > input_largest || unscaled > input_largest)) {
+      d.cause = "score-overflow";
+      d.evidence = ref > input_largest
+                       ? "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " +
+                             number_text(k) + stored_as + ": it overflows fp16 (largest finite " +
+                             number_text(input_largest) + "), the inputs' format (are the scores formed in fp16?)"
+                       : "the score at " + at_text(d.index) + " is " + number_text(ref) + ", but before the scale " +
+                             number_text(inputs.problem.scale) + " it is " + number_text(unscaled) +
+                             ", beyond fp16's " + number_text(input_largest) + ": the kernel stored " + number_text(k) +
+                             stored_as + " (is q.k formed in fp16 before it is scaled?)";
       return;
     }
   }
@@ -252,15 +263,21 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // bug report's output alone), so the scores' own check could not name it.
   const double input_largest = max_finite(inputs.problem.dtype);
   // Only a positive overflow: +inf is the row's max and exp(inf - inf) NaN; a -inf masks a key.
-  const double largest_score = row.largest_product * std::max(1.0, inputs.problem.scale);
+  const double scale = inputs.problem.scale, largest_score = row.largest_product * std::max(1.0, scale);
   if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
       dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest) {
+    const std::string format = dtype_name(inputs.problem.dtype);
+    // With a scale above 1 the scaled score overflows first.
+    const bool scaled = scale > 1 && row.largest_product <= input_largest;
     d.cause = "score-overflow";
-    d.evidence = row_of + " has a product q.k of " + number_text(row.largest_product) +
-                 " before the scale " + number_text(inputs.problem.scale) + ", beyond " + dtype_name(inputs.problem.dtype) +
-                 "'s " + number_text(input_largest) + ": formed in " + dtype_name(inputs.problem.dtype) +
+    d.evidence = row_of + (scaled ? " has a score of " + number_text(largest_score) + " (q.k " +
+                                        number_text(row.largest_product) + " times the scale " + number_text(scale) + ")"
+                                  : " has a product q.k of " + number_text(row.largest_product) + " before the scale " +
+                                        number_text(scale)) +
+                 ", beyond " + format + "'s " + number_text(input_largest) + ": formed in " + format +
                  " it is an infinity, and the row's softmax NaN; " + r.stage_name + " holds " + number_text(k) +
-                 " (is q.k formed in " + dtype_name(inputs.problem.dtype) + " before it is scaled?)";
+                 (scaled ? " (are the scores formed in " + format + "?)"
+                         : " (is q.k formed in " + format + " before it is scaled?)");
     return;
   }
   if (bad_value && r.kind == StageKind::softmax && row.row_max > kFp32ExpOverflow) {

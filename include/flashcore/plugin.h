@@ -31,7 +31,7 @@
  * plugin of another version is refused. Structs that carry `struct_size` may grow at their
  * end within a version: read a field only if struct_size covers it.
  *
- * Layouts: tensors are row-major [B, H, rows, cols]; q [B,H,Sq,D], k and v [B,H,Sk,D];
+ * Layouts: tensors are row-major [B, H, rows, cols]; q [B,H,Sq,D], k and v [B,Hkv,Sk,D] (Hkv = kv_heads);
  * scores and probabilities [B,H,Sq,cols], row quantities [B,H,Sq], outputs [B,H,Sq,D].
  * Conventions the harness judges against: a masked score is -inf; a row with no key has row
  * max -inf, row sum 0, probabilities 0, output 0, lse -inf.
