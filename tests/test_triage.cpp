@@ -236,6 +236,17 @@ TEST_CASE("triage --arithmetic judges the report's outputs under the kernel's de
   const auto [declared, declared_json] = triage("--arithmetic scores=fp16");
   CHECK(declared == 0);
   CHECK(declared_json.find("\"diverged\": 0") != std::string::npos);
+
+  // fp32 inputs that the kernel read as fp16: declared, its outputs are judged on the rounded
+  // inputs, as the implementations are run on them.
+  spec.dtype = DType::f32;
+  const AttentionInputs wide = generate_inputs(spec);
+  const ReferenceTensors from_fp16 = compute_reference(for_kernels(wide, DType::f16), {});
+  write_npz(report, {{"q", wide.q}, {"k", wide.k}, {"v", wide.v},
+                     {"scores", from_fp16.scores.to(DType::f16).to(DType::f32)}, {"out", from_fp16.output.to(DType::f16)}});
+  const auto [read_fp16, read_fp16_json] = triage("--arithmetic input=fp16,scores=fp16");
+  CHECK(read_fp16 == 0);
+  CHECK(read_fp16_json.find("\"diverged\": 0") != std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -79,6 +79,14 @@ int run_triage(const TriageCommand& command) {
     throw Error("--arithmetic describes the kernel that wrote the report's outputs, and " + command.report +
                 " holds none (out, lse, scores, ...)");
   }
+  // The kernel that wrote the report's outputs read q, k and v in the format --arithmetic
+  // declares: fp32 inputs declared 16-bit are judged rounded to it, as the implementations get
+  // theirs. Its arithmetic is checked against the file here, before anything is printed.
+  const AttentionInputs seen_inputs = p.dtype == DType::f32 && spec.input && *spec.input != DType::f32
+                                          ? for_kernels(report.inputs, *spec.input)
+                                          : report.inputs;
+  std::unique_ptr<Implementation> captured;
+  if (!seen.outputs.empty()) captured = make_captured_implementation(seen_inputs, seen, spec);
   if (!command.reports.html_stages.empty()) {
     std::vector<std::string> output_names;
     Problem kernel_problem = p;
@@ -86,7 +94,7 @@ int run_triage(const TriageCommand& command) {
     for (const auto& impl : impls) {
       if (!impl->unsupported(kernel_problem)) add_output_names(impl->stage_graph(kernel_problem), output_names);
     }
-    if (!seen.outputs.empty()) add_output_names(make_captured_implementation(report.inputs, seen, spec)->stage_graph(p), output_names);
+    if (captured) add_output_names(captured->stage_graph(seen_inputs.problem), output_names);
     require_selections("--html-stages", command.reports.html_stages, output_names);
   }
   std::ostream& out = detail_stream(command.quiet);
@@ -121,11 +129,11 @@ int run_triage(const TriageCommand& command) {
     out << "\n";
     if (r.divergence) write_pinpoint(out, *r.divergence);
   };
-  // The output the user saw, when the report holds it: judged on the inputs as given.
+  // The output the user saw, when the report holds it: judged on the inputs as given (or as
+  // --arithmetic says its kernel read them).
   if (!seen.outputs.empty()) {
-    std::unique_ptr<Implementation> captured = make_captured_implementation(report.inputs, seen, spec);
-    Judged judged = judge_case_keeping(*captured, report.inputs, report.description, nullptr, html.enabled(), command.judge);
-    html.add_case(report.inputs, judged.run, judged.result, judged.references);
+    Judged judged = judge_case_keeping(*captured, seen_inputs, report.description, nullptr, html.enabled(), command.judge);
+    html.add_case(seen_inputs, judged.run, judged.result, judged.references);
     results.push_back(std::move(judged.result));
     report_one(results.back());
   }
