@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/numeric.h"
+
 namespace fc {
 namespace {
 std::atomic<std::int64_t> device_now{0}, device_peak{0};
@@ -46,5 +48,13 @@ void count_device_allocation(std::int64_t bytes) {
 }
 
 std::int64_t peak_device_bytes() { return device_peak.load(); }
+
+std::optional<std::string> host_memory_shortfall(double bytes, const std::string& what) {
+  const double memory = static_cast<double>(physical_host_bytes()), room = 0.8 * memory;
+  if (memory <= 0 || bytes <= room) return std::nullopt;
+  return what + " need about " + number_text(bytes / (1 << 30)) + " GiB of host memory, more than the " +
+         number_text(room / (1 << 30)) + " GiB (80%) of this machine's " + number_text(memory / (1 << 30)) +
+         " GiB one run may hold";
+}
 
 }  // namespace fc

@@ -56,6 +56,20 @@ Judged judge(const CaptureFile& c, const ArithmeticSpec& spec = {}) {
   return judge_case_keeping(*impl, in, c.inputs->description, nullptr, true);
 }
 
+// Row `row` of a one-head [1,1,S,D] tensor, every element x.
+void fill_row(HostTensor& t, std::int64_t row, double x) {
+  const std::int64_t d = t.dims().back();
+  for (std::int64_t c = 0; c < d; ++c) t.set(row * d + c, x);
+}
+
+// The faithful output with row `row` NaN (a row whose softmax went NaN in the kernel), judged
+// with nothing else captured, as a bug report's `out` alone is.
+Judged judge_nan_row(const AttentionInputs& in, std::int64_t row) {
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  fill_row(outputs["out"], row, NAN);
+  return judge(capture_of(in, outputs));
+}
+
 struct Outcome {
   int exit_code = -1;
   std::string out;
@@ -200,14 +214,10 @@ TEST_CASE("an output alone that is another problem's attention is named: scale, 
 TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-overflow, its scores not captured",
           "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
-  for (std::int64_t c = 0; c < 64; ++c) {
-    in.q.set(3 * 64 + c, 40.0);  // row 3 . key 5 = 64 * 40 * 40 = 102400 > 65504
-    in.k.set(5 * 64 + c, 40.0);
-    in.k.set(6 * 64 + c, -50.0);  // 128000 the other way: -inf, a key masked
-  }
-  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
-  for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(3 * 64 + c, NAN);
-  const Judged j = judge(capture_of(in, outputs));
+  fill_row(in.q, 3, 40.0);  // row 3 . key 5 = 64 * 40 * 40 = 102400 > 65504
+  fill_row(in.k, 5, 40.0);
+  fill_row(in.k, 6, -50.0);  // 128000 the other way: -inf, a key masked
+  const Judged j = judge_nan_row(in, 3);
   REQUIRE(j.result.divergence);
   CHECK(j.result.divergence->index == Index4{0, 0, 3, 0});
   CHECK(j.result.divergence->cause == "score-overflow");
@@ -216,20 +226,16 @@ TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-o
 
   // Only a negative overflow: -inf masks a key and leaves the softmax finite, so a NaN row there
   // has another cause.
-  for (std::int64_t c = 0; c < 64; ++c) in.k.set(5 * 64 + c, -40.0);
-  std::map<std::string, HostTensor> negative{{"out", faithful(in)["out"]}};
-  for (std::int64_t c = 0; c < 64; ++c) negative["out"].set(3 * 64 + c, NAN);
-  const Judged n = judge(capture_of(in, negative));
+  fill_row(in.k, 5, -40.0);
+  const Judged n = judge_nan_row(in, 3);
   REQUIRE(n.result.divergence);
   CHECK(n.result.divergence->cause != "score-overflow");
 }
 
 TEST_CASE("fp16 scores stored as fp32 with an infinity where q.k overflows fp16 are score-overflow", "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
-  for (std::int64_t c = 0; c < 64; ++c) {
-    in.q.set(3 * 64 + c, 40.0);  // row 3 . key 5 = 102400 > 65504, a score of 12800: finite in fp32
-    in.k.set(5 * 64 + c, 40.0);
-  }
+  fill_row(in.q, 3, 40.0);  // row 3 . key 5 = 102400 > 65504, a score of 12800: finite in fp32
+  fill_row(in.k, 5, 40.0);
   std::map<std::string, HostTensor> outputs = faithful(in);
   outputs.erase("probs");
   outputs["scores"].set(3 * 32 + 5, INFINITY);
@@ -244,10 +250,8 @@ TEST_CASE("fp16 scores stored as fp32 with an infinity where q.k overflows fp16 
 
 TEST_CASE("a -inf in fp32 scores is left to the mask hypotheses, even where q.k is beyond fp16", "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
-  for (std::int64_t c = 0; c < 64; ++c) {
-    in.q.set(c, 40.0);  // row 0 . key 0 = -102400: beyond fp16 the other way
-    in.k.set(c, -40.0);
-  }
+  fill_row(in.q, 0, 40.0);  // row 0 . key 0 = -102400: beyond fp16 the other way
+  fill_row(in.k, 0, -40.0);
   std::map<std::string, HostTensor> outputs = faithful(in);
   outputs.erase("probs");
   for (std::int64_t i = 0; i < 4; ++i) outputs["scores"].set(i * 32 + i, -INFINITY);  // the diagonal masked: a mask bug
@@ -260,13 +264,9 @@ TEST_CASE("a -inf in fp32 scores is left to the mask hypotheses, even where q.k 
 TEST_CASE("with a scale above 1 the NaN row's evidence names the scaled score that overflows", "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
   in.problem.scale = 4;
-  for (std::int64_t c = 0; c < 64; ++c) {
-    in.q.set(3 * 64 + c, 20.0);  // row 3 . key 5 = 25600, a score of 102400
-    in.k.set(5 * 64 + c, 20.0);
-  }
-  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
-  for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(3 * 64 + c, NAN);
-  const Judged j = judge(capture_of(in, outputs));
+  fill_row(in.q, 3, 20.0);  // row 3 . key 5 = 25600, a score of 102400
+  fill_row(in.k, 5, 20.0);
+  const Judged j = judge_nan_row(in, 3);
   REQUIRE(j.result.divergence);
   CHECK(j.result.divergence->cause == "score-overflow");
   CHECK(j.result.divergence->evidence.find("a score of 102400 (q.k 25600 times the scale 4)") != std::string::npos);
@@ -277,9 +277,7 @@ TEST_CASE("a row masked by float32's most negative bias in an fp16 kernel is ful
   HostTensor bias(DType::f32, {1, 1, 16, 32});
   for (std::int64_t j = 0; j < 32; ++j) bias.set(2 * 32 + j, -3.4028234663852886e38);
   in.problem.mask.dense = bias;
-  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
-  for (std::int64_t c = 0; c < 64; ++c) outputs["out"].set(2 * 64 + c, NAN);
-  const Judged j = judge(capture_of(in, outputs));
+  const Judged j = judge_nan_row(in, 2);
   REQUIRE(j.result.divergence);
   CHECK(j.result.divergence->index == Index4{0, 0, 2, 0});
   CHECK(j.result.divergence->cause == "fully-masked-row");

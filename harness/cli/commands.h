@@ -1,7 +1,9 @@
 #pragma once
 // The commands of flashcore-check. Each returns the process exit code:
-// 0 every case passes, 1 a divergence was found, 2 usage, input or environment error.
+// 0 every case passes, 1 a divergence was found, 2 usage, input or environment error (or
+// nothing judged).
 #include <cstdint>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +17,13 @@ namespace fc {
 inline constexpr int kExitPass = 0;
 inline constexpr int kExitDiverged = 1;
 inline constexpr int kExitUsage = 2;
+
+// A command that judged nothing (every case skipped) has not passed: one line on stderr,
+// "nothing was judged: WHY", and the usage status, so that a CI job running it does not pass.
+inline int nothing_judged(const std::string& why) {
+  std::cerr << "flashcore-check: nothing was judged: " << why << "\n";
+  return kExitUsage;
+}
 
 struct TraceCommand {
   std::vector<std::string> impls;

@@ -133,8 +133,7 @@ int run_faults(const FaultsCommand& command) {
   html.write();
   if (!ok) return kExitDiverged;
   if (n == 0 && command.sweep <= 0 && command.long_sweep <= 0) {  // an empty matrix checks nothing
-    std::cerr << "flashcore-check: nothing was judged: no fault x implementation cell to run here\n";
-    return kExitUsage;
+    return nothing_judged("no fault x implementation cell to run here");
   }
   return kExitPass;
 }

@@ -125,9 +125,7 @@ int run_sensitivity(const SensitivityCommand& command) {
   }
   if (!all.false_alarms.empty()) return kExitDiverged;
   if (all.clean_runs == 0) {  // every key length skipped: nothing measured is not a measurement
-    std::cerr << "flashcore-check: nothing was measured: every case was skipped"
-              << (all.skipped.empty() ? std::string() : " (" + all.skipped.front() + ")") << "\n";
-    return kExitUsage;
+    return nothing_judged("every case was skipped" + (all.skipped.empty() ? std::string() : " (" + all.skipped.front() + ")"));
   }
   return kExitPass;
 }

@@ -206,9 +206,9 @@ int run_trace(const TraceCommand& command) {
   if (counts[1] + counts[2] > 0 || self_check_failed) return kExitDiverged;
   // Nothing judged is not a pass: a CI job whose every case was declined must not go green.
   if (!results.empty() && counts[3] == static_cast<int>(results.size())) {
-    std::cerr << "flashcore-check: nothing was judged: every case was skipped ("
-              << (command.quiet ? results.front().impl + ": " + results.front().reason : "the reasons are above") << ")\n";
-    return kExitUsage;
+    return nothing_judged("every case was skipped (" +
+                          (command.quiet ? results.front().impl + ": " + results.front().reason : "the reasons are above") +
+                          ")");
   }
   return kExitPass;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
 #include "harness/check/captured.h"
@@ -79,12 +80,16 @@ int run_triage(const TriageCommand& command) {
     throw Error("--arithmetic describes the kernel that wrote the report's outputs, and " + command.report +
                 " holds none (out, lse, scores, ...)");
   }
+  const AttentionInputs inputs = for_kernels(report.inputs, kernel_dtype);
   // The kernel that wrote the report's outputs read q, k and v in the format --arithmetic
   // declares: fp32 inputs declared 16-bit are judged rounded to it, as the implementations get
-  // theirs. Its arithmetic is checked against the file here, before anything is printed.
-  const AttentionInputs seen_inputs = p.dtype == DType::f32 && spec.input && *spec.input != DType::f32
-                                          ? for_kernels(report.inputs, *spec.input)
-                                          : report.inputs;
+  // theirs (the same copy where the formats agree). Its arithmetic is checked against the file
+  // here, before anything is printed.
+  const bool declared_rounding = p.dtype == DType::f32 && spec.input && *spec.input != DType::f32;
+  std::optional<AttentionInputs> rounded_otherwise;
+  if (declared_rounding && *spec.input != kernel_dtype) rounded_otherwise = for_kernels(report.inputs, *spec.input);
+  const AttentionInputs& seen_inputs =
+      !declared_rounding ? report.inputs : rounded_otherwise ? *rounded_otherwise : inputs;
   std::unique_ptr<Implementation> captured;
   if (!seen.outputs.empty()) captured = make_captured_implementation(seen_inputs, seen, spec);
   if (!command.reports.html_stages.empty()) {
@@ -108,8 +113,6 @@ int run_triage(const TriageCommand& command) {
   if (findings.empty()) out << "  none\n";
   const bool defect = std::any_of(findings.begin(), findings.end(), [](const InputFinding& f) { return f.defect; });
 
-
-  const AttentionInputs inputs = for_kernels(report.inputs, kernel_dtype);
   if (p.dtype == DType::f32) out << "the inputs are fp32; the kernels get them rounded to " << dtype_name(kernel_dtype) << "\n";
   if (!device.available) {
     out << "GPU kernels were not run: no CUDA device (" << device.why_unavailable
@@ -194,9 +197,8 @@ int run_triage(const TriageCommand& command) {
   if (diverged || defect) return kExitDiverged;
   // Nothing judged is not a pass (as --trace): the input findings alone cannot clear a report.
   if (counts[3] == static_cast<int>(results.size())) {
-    std::cerr << "flashcore-check: nothing was judged: every implementation skipped the report"
-              << (results.empty() ? "" : " (" + results.front().impl + ": " + results.front().reason + ")") << "\n";
-    return kExitUsage;
+    return nothing_judged("every implementation skipped the report" +
+                          (results.empty() ? std::string() : " (" + results.front().impl + ": " + results.front().reason + ")"));
   }
   return kExitPass;
 }

@@ -7,7 +7,6 @@
 #include <tuple>
 
 #include "core/parallel.h"
-#include "core/numeric.h"
 #include "core/resource_usage.h"
 #include "core/rng.h"
 #include "harness/inputs.h"
@@ -217,24 +216,12 @@ double measuring_bytes(const Implementation& impl, const Problem& p) {
   return graph_output_bytes(s, g) + 2.0 * 7.0 * 8.0 * graph_output_elements(s, g) + kv + bias;
 }
 
-// The share of the machine's memory the runs of one key length may hold together.
-double measuring_room() { return 0.8 * static_cast<double>(physical_host_bytes()); }
-
-// A key length whose one run the machine cannot hold is skipped, not ended by a failed
-// allocation (`sensitivity --sk 3000000` was: std::bad_alloc).
-std::optional<std::string> too_large_to_measure(const Implementation& impl, const Problem& p) {
-  const double needed = measuring_bytes(impl, p), room = measuring_room();
-  if (room <= 0 || needed <= room) return std::nullopt;  // 0: the machine did not say
-  return "measuring one run needs about " + number_text(needed / (1 << 30)) + " GiB of host memory, more than the " +
-         number_text(room / (1 << 30)) + " GiB (80%) of this machine's " +
-         number_text(static_cast<double>(physical_host_bytes()) / (1 << 30)) + " GiB a run may take";
-}
-
-// Clean runs measured in parallel: as many as the machine holds (at least one).
-int runs_at_once(const Implementation& impl, const Problem& p) {
-  const double needed = measuring_bytes(impl, p), room = measuring_room();
-  if (room <= 0 || needed <= 0) return 0;  // 0: every thread
-  return static_cast<int>(std::max(1.0, std::floor(room / needed)));
+// Clean runs measured in parallel: as many as 80% of the machine holds (at least one), as
+// host_memory_shortfall counts.
+int runs_at_once(double run_bytes) {
+  const double room = 0.8 * static_cast<double>(physical_host_bytes());
+  if (room <= 0 || run_bytes <= 0) return 0;  // 0: every thread
+  return static_cast<int>(std::max(1.0, std::floor(room / run_bytes)));
 }
 
 // Every perturbation planted into the first stage of each kind it changes, on one clean run.
@@ -312,6 +299,7 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
       // The clean runs of one key length, on the implementation's device, one after another;
       // then their references and perturbations on the CPU, in parallel.
       std::vector<std::unique_ptr<CleanRun>> runs;
+      double run_bytes = 0;  // what measuring one of them holds
       for (int s = 1; s <= options.seeds; ++s) {
         const CaseSpec spec = sensitivity_case(options, dtype, kv_len, static_cast<std::uint64_t>(s));
         auto clean = std::make_unique<CleanRun>();
@@ -320,7 +308,10 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
         clean->seed = spec.seed;
         clean->inputs = generate_inputs(spec);
         std::optional<std::string> why = impl.unsupported(clean->inputs.problem);
-        if (!why) why = too_large_to_measure(impl, clean->inputs.problem);
+        if (!why && s == 1) {  // a key length's runs are all the same size: one estimate
+          run_bytes = measuring_bytes(impl, clean->inputs.problem);
+          why = host_memory_shortfall(run_bytes, "measuring one run would");
+        }
         if (why) {
           result.skipped.push_back(impl.name() + " " + spec.label() + ": " + *why);
           done += options.seeds;
@@ -345,7 +336,7 @@ SensitivityResult measure_sensitivity(Implementation& impl, const SensitivityOpt
         runs.push_back(std::move(clean));
       }
       std::vector<std::map<CellKey, SensitivityCell>> per_run(runs.size());
-      const int at_once = runs.empty() ? 1 : runs_at_once(impl, runs.front()->inputs.problem);
+      const int at_once = runs_at_once(run_bytes);
       parallel_for(static_cast<std::int64_t>(runs.size()), [&](std::int64_t i) {
         measure_run(*runs[static_cast<std::size_t>(i)], options, per_run[static_cast<std::size_t>(i)]);
       }, at_once);

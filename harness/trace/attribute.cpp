@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "core/numeric.h"
 #include "harness/trace/hypotheses/diagnosis.h"
@@ -227,33 +228,31 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // the hypotheses weigh the head's every bad element, not this one alone. (bf16 has fp32's
   // range: nothing narrower to form it in.)
   if (r.kind == StageKind::qk && std::isfinite(ref)) {
-    const double unscaled = ref / inputs.problem.scale, stored_largest = max_finite(r.dtype);
+    const double unscaled = ref / inputs.problem.scale;
     const bool stored_inf = std::isinf(k) && (k > 0) == (ref > 0);
-    const bool narrower_input = inputs.problem.dtype == DType::f16 && max_finite(DType::f16) < stored_largest;
-    const double input_largest = max_finite(inputs.problem.dtype);
-    const std::string stored_as = std::string(" (stored as ") + dtype_name(r.dtype) + ")";
-    if (std::fabs(ref) > stored_largest || (stored_inf && std::fabs(unscaled) > stored_largest)) {
-      d.cause = "score-overflow";
-      d.evidence = std::fabs(ref) > stored_largest
-                       ? "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " +
-                             number_text(k) + ": it overflows " + dtype_name(r.dtype) + " (largest finite " +
-                             number_text(stored_largest) + ")"
-                       : "the score at " + at_text(d.index) + " is " + number_text(ref) + ", but before the scale " +
-                             number_text(inputs.problem.scale) + " it is " + number_text(unscaled) + ", beyond " +
-                             dtype_name(r.dtype) + "'s " + number_text(stored_largest) + ": the kernel stored " +
-                             number_text(k) + " (is q.k formed in " + dtype_name(r.dtype) + " before it is scaled?)";
-      return;
+    const auto beyond = [&](DType format) {
+      return std::fabs(ref) > max_finite(format) || std::fabs(unscaled) > max_finite(format);
+    };
+    std::optional<DType> overflowed;  // the format the score or q.k went past
+    if (std::fabs(ref) > max_finite(r.dtype) || (stored_inf && beyond(r.dtype))) {
+      overflowed = r.dtype;
+    } else if (inputs.problem.dtype == DType::f16 && max_finite(DType::f16) < max_finite(r.dtype) && k == kInf &&
+               ref > 0 && beyond(DType::f16)) {
+      overflowed = DType::f16;
     }
-    if (narrower_input && k == kInf && ref > 0 && (ref > input_largest || unscaled > input_largest)) {
+    if (overflowed) {
+      const double largest = max_finite(*overflowed);
+      const std::string format = dtype_name(*overflowed);
+      const std::string stored = *overflowed == r.dtype ? "" : std::string(" (stored as ") + dtype_name(r.dtype) + ")";
       d.cause = "score-overflow";
-      d.evidence = ref > input_largest
+      d.evidence = std::fabs(ref) > largest
                        ? "the score at " + at_text(d.index) + " is " + number_text(ref) + " but the kernel stored " +
-                             number_text(k) + stored_as + ": it overflows fp16 (largest finite " +
-                             number_text(input_largest) + "), the inputs' format (are the scores formed in fp16?)"
+                             number_text(k) + stored + ": it overflows " + format + " (largest finite " +
+                             number_text(largest) + ")"
                        : "the score at " + at_text(d.index) + " is " + number_text(ref) + ", but before the scale " +
-                             number_text(inputs.problem.scale) + " it is " + number_text(unscaled) +
-                             ", beyond fp16's " + number_text(input_largest) + ": the kernel stored " + number_text(k) +
-                             stored_as + " (is q.k formed in fp16 before it is scaled?)";
+                             number_text(inputs.problem.scale) + " it is " + number_text(unscaled) + ", beyond " + format +
+                             "'s " + number_text(largest) + ": the kernel stored " + number_text(k) + stored +
+                             " (is q.k formed in " + format + " before it is scaled?)";
       return;
     }
   }

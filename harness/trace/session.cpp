@@ -7,7 +7,6 @@
 
 #include "core/check.h"
 #include "core/error.h"
-#include "core/numeric.h"
 #include "core/resource_usage.h"
 #include "core/watchdog.h"
 #include "reference/gpu/gpu_evaluator.h"
@@ -107,12 +106,9 @@ std::optional<std::string> trace_does_not_fit(const Implementation& impl, const 
   if (!impl.on_gpu()) {
     // A CPU implementation's captures all live in host memory at once: a case whose captures
     // the machine cannot hold is declined before it runs, not ended by a failed allocation.
-    const double bytes = static_cast<double>(trace_bytes_in(impl, problem, window)) +
-                         graph_output_bytes(problem.shape, impl.stage_graph(problem));
-    const double memory = static_cast<double>(physical_host_bytes());
-    if (memory <= 0 || bytes <= 0.8 * memory) return std::nullopt;  // 0: the machine did not say
-    return "its trace's captures need " + number_text(bytes / (1 << 30)) + " GiB of host memory at this size; this machine has " +
-           number_text(memory / (1 << 30)) + " GiB";
+    return host_memory_shortfall(static_cast<double>(trace_bytes_in(impl, problem, window)) +
+                                     graph_output_bytes(problem.shape, impl.stage_graph(problem)),
+                                 "its trace's captures");
   }
   const std::size_t needed = trace_bytes_in(impl, problem, window);
   if (needed == 0) return std::nullopt;

@@ -5,7 +5,6 @@
 #include <optional>
 #include <string>
 
-#include "core/numeric.h"
 #include "core/parallel.h"
 #include "core/resource_usage.h"
 #include "kernels/common/stage_graphs.h"
@@ -39,11 +38,9 @@ class CpuFull final : public Implementation {
     const double scores = static_cast<double>(s.q_len) * static_cast<double>(s.kv_len);
     const double threads = static_cast<double>(std::min<std::int64_t>(parallel_threads(), s.batch * s.heads));
     const double bytes = 8 * scores * static_cast<double>(s.batch * s.heads) + 3 * 8 * scores * threads;
-    const double available = 0.8 * static_cast<double>(physical_host_bytes());
-    if (available <= 0 || bytes <= available) return std::nullopt;  // 0: the machine did not say
-    return "its whole-head FP64 matrices need " + number_text(bytes / (1 << 30)) + " GiB at this size; this machine has " +
-           number_text(static_cast<double>(physical_host_bytes()) / (1 << 30)) +
-           " GiB (cpu-emulated-paged holds a page at a time)";
+    const std::optional<std::string> why = host_memory_shortfall(bytes, "its whole-head FP64 matrices");
+    if (!why) return std::nullopt;
+    return *why + " (cpu-emulated-paged holds a page at a time)";
   }
 
 
