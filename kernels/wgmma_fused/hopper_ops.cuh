@@ -65,6 +65,18 @@ __device__ __forceinline__ void named_barrier_arrive(int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
 }
 
+// Moves registers between the warpgroups of a block: every thread of the warpgroup that runs
+// it gives up registers down to kCount, or waits for the freed ones up to kCount (setmaxnreg).
+// The code after it is compiled to the new count.
+template <int kCount>
+__device__ __forceinline__ void registers_decrease() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kCount));
+}
+template <int kCount>
+__device__ __forceinline__ void registers_increase() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kCount));
+}
+
 // ---- TMA ----
 
 // A box of a 3-D tensor map at coordinates (c0 innermost, c1, c2) into shared memory; its
@@ -136,10 +148,10 @@ __device__ __forceinline__ void fence_registers(float (&acc)[N][4]) {
   "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, " \
   "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 
-// D[64 x 64] (+)= A[64 x 16] B[16 x 64], A and B K-major in shared memory (S = Q K^T). The
-// accumulator of each warp is its 16 rows as 8 m16n8 fragments.
-template <class T>
-__device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], std::uint64_t a, std::uint64_t b, bool accumulate);
+// D[64 x N] (+)= A[64 x 16] B[16 x N], A and B K-major in shared memory (S = Q K^T). The
+// accumulator of each warp is its 16 rows as N / 8 m16n8 fragments.
+template <class T, int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b, bool accumulate);
 
 // D[64 x N] += A[64 x 16] B[16 x N], A from registers (the m16n8k16 A fragment of each
 // warp's 16 rows), B N-major in shared memory (O += P V, V stored [keys][D]).
@@ -149,12 +161,12 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const unsigned (&
 // The specializations for one element type (T, its PTX name).
 #define FC_WGMMA_FOR(T, TYPE)                                                                                     \
   template <>                                                                                                     \
-  __device__ __forceinline__ void wgmma_ss_n64<T>(float (&d)[8][4], std::uint64_t a, std::uint64_t b,             \
-                                                  bool accumulate) {                                              \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                    \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " FC_REGS32                        \
-                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                \
-                 : FC_ACC32(d)                                                                                    \
+  __device__ __forceinline__ void wgmma_ss<T, 128>(float (&d)[16][4], std::uint64_t a, std::uint64_t b,           \
+                                                   bool accumulate) {                                             \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                    \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " FC_REGS64                       \
+                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"                                                                \
+                 : FC_ACC64(d)                                                                                    \
                  : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));                                            \
   }                                                                                                               \
   template <>                                                                                                     \

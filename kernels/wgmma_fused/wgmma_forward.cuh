@@ -10,10 +10,11 @@
 //              warpgroup issues the last tile's P V with this tile's Q K^T, then runs this
 //              tile's softmax; the two take the tensor cores in turn (named barriers), so
 //              one's GEMMs run while the other's softmax does (FlashAttention-3's ping-pong).
-// Tiles of 64 keys, as wmma-fused's: the fragments of a wgmma accumulator are per warp those
-// of mma.sync m16n8, so the masking, online softmax, trace writes and epilogue are
-// wmma-fused's own functions (kernels/wmma_fused/flash_forward.cuh), and its trace build
-// writes the same buffers, judged against the same blocked reference.
+// Tiles of kWgmmaKeys (128) keys: S = Q K^T is one m64n128 GEMM a k16 step. The fragments of a
+// wgmma accumulator are per warp those of mma.sync m16n8, so the masking, online softmax,
+// trace writes and epilogue are wmma-fused's own functions (kernels/wmma_fused/
+// flash_forward.cuh, for any tile width), and its trace build writes the same buffers, judged
+// against the blocked reference with tiles of 128 keys.
 //
 //   kTrace  also write each tile's scores, p~, running max and sum and accumulator
 //   kFault  a planted pipeline bug (PipelineFault), its own instantiation at D 64
@@ -31,9 +32,10 @@ inline constexpr int kPanelColumns = 64;  // half-words in a 128-byte swizzled r
 // a function of the address bits).
 template <int D>
 struct SharedLayout {
+  static constexpr int kKeys = kWgmmaKeys;
   static constexpr int kPanels = D / kPanelColumns;
   static constexpr int kQPanel = kFlashRows * kPanelColumns * 2;     // bytes of one Q panel
-  static constexpr int kTilePanel = kFlashKeys * kPanelColumns * 2;  // of one K or V panel
+  static constexpr int kTilePanel = kKeys * kPanelColumns * 2;  // of one K or V panel
   static constexpr int kTileBytes = kPanels * kTilePanel;            // one K or V slot
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + kPanels * kQPanel;
@@ -52,6 +54,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   using namespace flash_detail;
   using namespace hopper;
   using Layout = wgmma_detail::SharedLayout<D>;
+  constexpr int kKeys = kWgmmaKeys;
   constexpr int kStages = wgmma_detail::kStages, kPanel = wgmma_detail::kPanelColumns;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
@@ -84,10 +87,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   // sequence at its cu_seqlens offset (wgmma_launch.cpp).
   const bool packed = p.q_offsets != nullptr;
   const long long diagonal = mask_diagonal(p.mask, b);
-  const int range_tiles = (kv_len + kFlashKeys - 1) / kFlashKeys;
+  const int range_tiles = (kv_len + kKeys - 1) / kKeys;
   const KeySpan span = attended_keys(p, b, q0, q_len, diagonal, 0, kv_len);
-  const int first_tile = span.begin > 0 ? span.begin / kFlashKeys : 0;
-  const int end_tile = span.end > span.begin ? (span.end + kFlashKeys - 1) / kFlashKeys : 0;
+  const int first_tile = span.begin > 0 ? span.begin / kKeys : 0;
+  const int end_tile = span.end > span.begin ? (span.end + kKeys - 1) / kKeys : 0;
 
   if (threadIdx.x == 0) {
     barrier_init(q_full, 1);
@@ -101,7 +104,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   }
   __syncthreads();
 
+  // A consumer thread holds a tile's scores and the last p~ (96 registers with 128 keys) beside
+  // the accumulator: more than 384 threads get evenly (168; D 128 spilled there even with 64
+  // keys), so the producer gives most of its own to the consumers.
   if (threadIdx.x < 128) {  // the producer warpgroup: one thread issues every load
+    registers_decrease<40>();
     if (threadIdx.x != 0) return;
     tma_prefetch_descriptor(&maps.q);
     tma_prefetch_descriptor(&maps.k);
@@ -116,12 +123,12 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     // swizzle groups). Keys past the sequence come from its last block: finite, and masked.
     const auto load_tile = [&](T* slot_base, const CUtensorMap* map, std::uint64_t* bar, int j0) {
       if (p.block_table) {
-        const int block_keys = 1 << p.block_size_log2, rows = min(block_keys, kFlashKeys);
-        for (int r = 0; r < kFlashKeys; r += rows) {
+        const int block_keys = 1 << p.block_size_log2, rows = min(block_keys, kKeys);
+        for (int r = 0; r < kKeys; r += rows) {
           const int j = min(j0 + r, kv_len - 1);
           const int block = p.block_table[static_cast<long long>(b) * p.block_table_stride + (j >> p.block_size_log2)];
           for (int panel = 0; panel < Layout::kPanels; ++panel) {
-            tma_load_4d(slot_base + (panel * kFlashKeys + r) * kPanel, map, panel * kPanel, kv_head,
+            tma_load_4d(slot_base + (panel * kKeys + r) * kPanel, map, panel * kPanel, kv_head,
                         (j0 + r) & (block_keys - 1), block, bar);
           }
         }
@@ -129,11 +136,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       }
       const int c1 = packed ? kv_head : j0, c2 = packed ? p.cu_seqlens_k[b] + j0 : b * p.kv_heads + kv_head;
       for (int panel = 0; panel < Layout::kPanels; ++panel) {
-        tma_load_3d(slot_base + panel * kFlashKeys * kPanel, map, panel * kPanel, c1, c2, bar);
+        tma_load_3d(slot_base + panel * kKeys * kPanel, map, panel * kPanel, c1, c2, bar);
       }
     };
     for (int tile = first_tile; tile < end_tile; ++tile) {
-      const int i = tile - first_tile, slot = slot_of(i), j0 = tile * kFlashKeys;
+      const int i = tile - first_tile, slot = slot_of(i), j0 = tile * kKeys;
       const std::uint32_t phase = phase_of(i);
       barrier_wait(&k_empty[slot], phase ^ 1);
       if constexpr (kFault != PipelineFault::none) {
@@ -143,10 +150,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
         if (i >= kStages) barrier_wait(&k_full[slot], phase ^ 1);
       }
       barrier_arrive_expect(&k_full[slot], Layout::kTileBytes);
-      load_tile(sK + slot * Layout::kPanels * kFlashKeys * kPanel, &maps.k, &k_full[slot], j0);
+      load_tile(sK + slot * Layout::kPanels * kKeys * kPanel, &maps.k, &k_full[slot], j0);
       barrier_wait(&v_empty[slot], phase ^ 1);
       barrier_arrive_expect(&v_full[slot], Layout::kTileBytes);
-      load_tile(sV + slot * Layout::kPanels * kFlashKeys * kPanel, &maps.v, &v_full[slot], j0);
+      load_tile(sV + slot * Layout::kPanels * kKeys * kPanel, &maps.v, &v_full[slot], j0);
     }
     if constexpr (kFault != PipelineFault::none) {
       // The consumers may never wait for the last K loads: none may still be writing when
@@ -159,6 +166,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     return;
   }
 
+  registers_increase<232>();
   const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int group = warp / 4;  // the consumer warpgroup: rows [64 group, 64 group + 64) of the block
   const int row_of[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
@@ -168,22 +176,22 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // base 2
   const size_t rows_total = static_cast<size_t>(p.batch) * p.heads * (kTrace ? traced_rows(p) : p.q_len);
   auto tile_trace = [&](int tile) {  // the stage's columns (padded) and this sequence's
-    const int j0 = tile * kFlashKeys, pitch = min(kFlashKeys, p.kv_len - j0), cols = min(kFlashKeys, kv_len - j0);
-    return TileTrace<D>{p, static_cast<size_t>(tile), rows_total, bh, t, pitch, cols, {row_of[0], row_of[1]}};
+    const int j0 = tile * kKeys, pitch = min(kKeys, p.kv_len - j0), cols = min(kKeys, kv_len - j0);
+    return TileTrace<D, kKeys>{p, static_cast<size_t>(tile), rows_total, bh, t, pitch, cols, {row_of[0], row_of[1]}};
   };
   // A tile every key of which is masked for every row of the block: the state unchanged.
   auto trace_skipped = [&](int tile) {
     if constexpr (kTrace) {
-      const float none[kFlashKeys / 8][4] = {};
-      const TileTrace<D> trace = tile_trace(tile);
+      const float none[kKeys / 8][4] = {};
+      const TileTrace<D, kKeys> trace = tile_trace(tile);
       trace.scores(none, false);
       trace.p_tilde(none, false);
       trace.state(row_max, row_sum, o);
     }
   };
   const T* q_rows = sQ + group * 64 * kPanel;  // this warpgroup's 64 rows of panel 0
-  float s[kFlashKeys / 8][4];
-  unsigned a[kFlashKeys / 16][4];  // the last softmax's p~, as A fragments
+  float s[kKeys / 8][4];
+  unsigned a[kKeys / 16][4];  // the last softmax's p~, as A fragments
 
   // The two consumer warpgroups take the tensor cores in turn (named barriers 1 and 2): one
   // issues its GEMMs while the other runs its softmax.
@@ -205,20 +213,20 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     } else if constexpr (kFault != PipelineFault::missing_wait) {
       barrier_wait(&k_full[slot], phase);
     }
-    const T* k_tile = sK + slot * Layout::kPanels * kFlashKeys * kPanel;
+    const T* k_tile = sK + slot * Layout::kPanels * kKeys * kPanel;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const int panel = kk / 4, step = (kk % 4) * 16;
-      wgmma_ss_n64<T>(s, matrix_descriptor(q_rows + panel * kFlashRows * kPanel + step, 16, 1024),
-                      matrix_descriptor(k_tile + panel * kFlashKeys * kPanel + step, 16, 1024), kk > 0);
+      wgmma_ss<T, kKeys>(s, matrix_descriptor(q_rows + panel * kFlashRows * kPanel + step, 16, 1024),
+                      matrix_descriptor(k_tile + panel * kKeys * kPanel + step, 16, 1024), kk > 0);
     }
   };
   // O += P V of attended tile i: V N-major, 16 keys (2048 bytes) a step, its D / 64 panels
-  // 64 keys apart.
+  // a tile's keys apart.
   auto issue_values = [&](int i) {
-    const T* v_tile = sV + slot_of(i) * Layout::kPanels * kFlashKeys * kPanel;
+    const T* v_tile = sV + slot_of(i) * Layout::kPanels * kKeys * kPanel;
 #pragma unroll
-    for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
       wgmma_rs<T, D>(o, a[kk], matrix_descriptor(v_tile + kk * 16 * kPanel, Layout::kTilePanel, 1024));
     }
   };
@@ -231,7 +239,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     fence_registers(o);
     fence_registers(s);
 #pragma unroll
-    for (int kk = 0; kk < kFlashKeys / 16; ++kk) {  // the A registers are read until the wait
+    for (int kk = 0; kk < kKeys / 16; ++kk) {  // the A registers are read until the wait
 #pragma unroll
       for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e])::"memory");
     }
@@ -240,12 +248,12 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     if (lane == 0) barrier_arrive(empty);
   };
   auto softmax = [&](int tile) {
-    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, tile * kFlashKeys, kv_len, t);
+    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, tile * kKeys, kv_len, t);
     if constexpr (kTrace) tile_trace(tile).scores(s, true);
     online_softmax_tile<D>(s, row_max, row_sum, o);
     if constexpr (kTrace) tile_trace(tile).p_tilde(s, true);
 #pragma unroll
-    for (int kk = 0; kk < kFlashKeys / 16; ++kk) p_fragment<T>(s, kk, a[kk]);
+    for (int kk = 0; kk < kKeys / 16; ++kk) p_fragment<T>(s, kk, a[kk]);
   };
   // The accumulator after tile `tile`'s P V, with the running max and sum of its softmax.
   auto trace_state = [&](int tile) {
@@ -260,7 +268,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     // The first tile's Q K^T alone; then each pass the last tile's P V with this tile's
     // Q K^T; then the last P V alone.
 #pragma unroll
-    for (int n = 0; n < kFlashKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
     take_turn();
     before_issue();
     issue_scores(0);

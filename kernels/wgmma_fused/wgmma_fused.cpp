@@ -1,8 +1,8 @@
 // wgmma-fused: flash attention for Hopper (sm_90a): TMA loads into 128-byte-swizzled shared
 // memory, wgmma for Q K^T and P V, a producer warpgroup and two consumer warpgroups handing
-// tiles over through mbarriers (kernels/wgmma_fused/wgmma_forward.cuh). The algorithm, tile
-// shape, stage graph and trace buffers are wmma-fused's, so both are judged against the
-// same blocked reference, tile by tile.
+// tiles over through mbarriers (kernels/wgmma_fused/wgmma_forward.cuh). The algorithm, stage
+// graph and trace buffers are wmma-fused's with tiles of 128 keys (kWgmmaKeys) where it has
+// 64, both judged against the blocked reference of their tile width, tile by tile.
 #include "kernels/wgmma_fused/wgmma_fused.h"
 
 #include "kernels/common/device_inputs.h"
@@ -18,7 +18,7 @@ class WgmmaFused final : public FlashImplementation {
   std::string name() const override { return "wgmma-fused"; }
   std::string summary() const override {
     return "GPU sm_90a, fused flash attention: TMA, wgmma, a producer and two consumer warpgroups synchronized by "
-           "mbarriers, 128 rows x 64 keys a tile, online softmax in registers, lse; padded or packed varlen inputs, "
+           "mbarriers, 128 rows x 128 keys a tile, online softmax in registers, lse; padded or packed varlen inputs, "
            "the paged KV cache (blocks of 8 keys or more); D 64 and 128";
   }
   std::vector<std::string> faults() const override {
@@ -44,6 +44,9 @@ class WgmmaFused final : public FlashImplementation {
     launch_wgmma_forward(params, static_cast<int>(s.head_dim), p.dtype, variant, extents, ctx.stream);
     capture(ctx);
   }
+
+ protected:
+  int key_tile(const Problem&) const override { return kWgmmaKeys; }
 };
 
 }  // namespace

@@ -107,15 +107,15 @@ void launch_wgmma_forward(const FlashParams& p, int head_dim, DType dtype, Wgmma
   }
   if (p.block_table) {  // the paged cache [blocks][block size][Hkv][D]: boxes of one block's keys
     const std::int64_t block_keys = std::int64_t{1} << p.block_size_log2;
-    const int rows = static_cast<int>(std::min<std::int64_t>(block_keys, kFlashKeys));
+    const int rows = static_cast<int>(std::min<std::int64_t>(block_keys, kWgmmaKeys));
     maps.k = tile_map(p.k, dtype, {d, p.kv_heads, block_keys, extents.cache_blocks}, {64, 1, rows, 1});
     maps.v = tile_map(p.v, dtype, {d, p.kv_heads, block_keys, extents.cache_blocks}, {64, 1, rows, 1});
   } else if (p.q_offsets) {
-    maps.k = tile_map(p.k, dtype, {d, p.kv_heads, extents.kv_rows}, {64, 1, kFlashKeys});
-    maps.v = tile_map(p.v, dtype, {d, p.kv_heads, extents.kv_rows}, {64, 1, kFlashKeys});
+    maps.k = tile_map(p.k, dtype, {d, p.kv_heads, extents.kv_rows}, {64, 1, kWgmmaKeys});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_heads, extents.kv_rows}, {64, 1, kWgmmaKeys});
   } else {
-    maps.k = tile_map(p.k, dtype, {d, p.kv_len, bh_kv}, {64, kFlashKeys, 1});
-    maps.v = tile_map(p.v, dtype, {d, p.kv_len, bh_kv}, {64, kFlashKeys, 1});
+    maps.k = tile_map(p.k, dtype, {d, p.kv_len, bh_kv}, {64, kWgmmaKeys, 1});
+    maps.v = tile_map(p.v, dtype, {d, p.kv_len, bh_kv}, {64, kWgmmaKeys, 1});
   }
   const bool half = dtype == DType::f16;
   switch (head_dim) {

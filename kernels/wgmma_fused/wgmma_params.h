@@ -8,6 +8,11 @@
 namespace fc {
 
 inline constexpr int kWgmmaThreads = 384;  // a producer warpgroup and two consumer warpgroups
+// Keys a tile, at both head dims: the width of its blocked stage graph. Against tiles of 64
+// (H100, 2026-11-27, bench in one run): 286.5 -> 346.5 TFLOP/s at B16 H16 S4096 D64, 492.9 ->
+// 576.4 causal, 442.6 -> 532.6 at B4 H16 S4096 D128, 733.6 -> 894.0 causal. A third K/V slot
+// changed nothing (346.3).
+inline constexpr int kWgmmaKeys = 128;
 
 // 3-D maps over [B*H(kv)][S][D] of each input, boxes of 64 columns (one 128-byte swizzled
 // panel) by the rows of a block (Q) or a key tile (K, V).

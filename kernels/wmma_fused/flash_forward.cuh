@@ -84,10 +84,11 @@ __device__ __forceinline__ KeySpan attended_keys(const FlashParams& p, int b, in
   return {static_cast<int>(begin), static_cast<int>(max(begin, end))};
 }
 
-// Does any element of this tile need the per-element mask?
+// Does any element of the tile of kKeys keys from j0 need the per-element mask?
+template <int kKeys>
 __device__ __forceinline__ bool tile_needs_mask(const FlashParams& p, int q0, int q_len, long long diagonal, int j0) {
   if (p.mask.dense || p.mask.key_lengths) return true;
-  const int last_key = j0 + kFlashKeys - 1, last_row = min(q0 + kFlashRows, q_len) - 1;
+  const int last_key = j0 + kKeys - 1, last_row = min(q0 + kFlashRows, q_len) - 1;
   if (p.mask.causal == 1 && last_key > q0) return true;
   if (p.mask.causal == 2 && last_key > q0 + diagonal) return true;
   if (p.mask.window_right >= 0 && last_key > q0 + diagonal + p.mask.window_right) return true;
@@ -126,8 +127,9 @@ __device__ __forceinline__ bool block_traced(const FlashParams& p, int q0) {
   return p.trace.row_count == 0 || (q0 + kFlashRows > p.trace.row_first && q0 < p.trace.row_first + p.trace.row_count);
 }
 
-// Writes what one block holds after one tile into the trace buffers (kTrace builds only).
-template <int D>
+// Writes what one block holds after one tile of kKeys keys into the trace buffers (kTrace
+// builds only).
+template <int D, int kKeys = kFlashKeys>
 struct TileTrace {
   const FlashParams& p;
   size_t slot, rows_total;
@@ -143,11 +145,11 @@ struct TileTrace {
 
   // Scores as the kernel holds them, in base 2 (the stage declares the ln 2 that converts
   // them on the host), or -inf for a tile skipped as masked.
-  __device__ void scores(const float (&s)[kFlashKeys / 8][4], bool computed) const {
+  __device__ void scores(const float (&s)[kKeys / 8][4], bool computed) const {
     write_tile(p.trace.scores, s, kNegInf, computed);
   }
   // p~ before rounding to the MMA operand format, or 0 for a skipped tile.
-  __device__ void p_tilde(const float (&s)[kFlashKeys / 8][4], bool computed) const {
+  __device__ void p_tilde(const float (&s)[kKeys / 8][4], bool computed) const {
     write_tile(p.trace.p_tilde, s, 0.0f, computed);
   }
   __device__ void state(const float (&row_max)[2], const float (&row_sum)[2], const float (&o)[D / 8][4]) const {
@@ -166,11 +168,11 @@ struct TileTrace {
   }
 
  private:
-  __device__ void write_tile(float* base, const float (&s)[kFlashKeys / 8][4], float fill, bool computed) const {
+  __device__ void write_tile(float* base, const float (&s)[kKeys / 8][4], float fill, bool computed) const {
     for (int r = 0; r < 2; ++r) {
       if (!written(r)) continue;
-      float* out = base + slot * rows_total * kFlashKeys + row_index(r) * pitch;
-      for (int nt = 0; nt < kFlashKeys / 8; ++nt)
+      float* out = base + slot * rows_total * kKeys + row_index(r) * pitch;
+      for (int nt = 0; nt < kKeys / 8; ++nt)
         for (int e = 0; e < 2; ++e) {
           const int c = nt * 8 + 2 * t + e;
           if (c < cols) out[c] = computed ? s[nt][2 * r + e] : fill;
@@ -180,22 +182,24 @@ struct TileTrace {
 };
 
 // Scales one tile of scores into base 2 (soft-capped when asked) and masks it, for the thread's
-// rows row_of[0] and row_of[1] (t: its lane in the quad that shares them).
-__device__ __forceinline__ void scale_and_mask(float (&s)[kFlashKeys / 8][4], const FlashParams& p, int b, int h,
+// rows row_of[0] and row_of[1] (t: its lane in the quad that shares them); the tile is kN
+// fragments of 8 keys.
+template <int kN>
+__device__ __forceinline__ void scale_and_mask(float (&s)[kN][4], const FlashParams& p, int b, int h,
                                                const int (&row_of)[2], int q0, int q_len, long long diagonal,
                                                int j0, int range_end, int t) {
   if (p.softcap > 0.0f) {
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt)
+    for (int nt = 0; nt < kN; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = p.softcap_log2 * tanhf(s[nt][e] * p.softcap_scale);
   } else {
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt)
+    for (int nt = 0; nt < kN; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] *= p.scale_log2;
   }
-  if (p.has_mask && tile_needs_mask(p, q0, q_len, diagonal, j0)) {
+  if (p.has_mask && tile_needs_mask<kN * 8>(p, q0, q_len, diagonal, j0)) {
     // The keys each of the thread's two rows attends, [first, last], and the dense mask.
     int first[2], last[2];
 #pragma unroll
@@ -207,7 +211,7 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kFlashKeys / 8][4], co
     }
     const bool biased = p.mask.dense != nullptr;
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+    for (int nt = 0; nt < kN; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = j0 + nt * 8 + 2 * t + (e & 1), r = e >> 1;
@@ -218,9 +222,9 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kFlashKeys / 8][4], co
         }
       }
     }
-  } else if (j0 + kFlashKeys > range_end) {  // only the tile that holds the range's end masks keys
+  } else if (j0 + kN * 8 > range_end) {  // only the tile that holds the range's end masks keys
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+    for (int nt = 0; nt < kN; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if (j0 + nt * 8 + 2 * t + (e & 1) >= range_end) s[nt][e] = kNegInf;
@@ -231,21 +235,21 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kFlashKeys / 8][4], co
 
 // One tile of the online softmax of the thread's two rows: the running max and sum updated,
 // s turned into p~ = exp2(s - max), the accumulator o rescaled.
-template <int D>
-__device__ __forceinline__ void online_softmax_tile(float (&s)[kFlashKeys / 8][4], float (&row_max)[2],
+template <int D, int kN>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[kN][4], float (&row_max)[2],
                                                     float (&row_sum)[2], float (&o)[D / 8][4]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float top = kNegInf;
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) top = fmaxf(top, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    for (int nt = 0; nt < kN; ++nt) top = fmaxf(top, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
     const float m_new = fmaxf(row_max[r], mma::quad_max(top));
     // A row with no key yet keeps max -inf; subtracting 0 instead makes its p~ exactly 0.
     const float m_use = m_new == kNegInf ? 0.0f : m_new;
     const float rescale = exp2f(row_max[r] - m_use);
     float sum = 0.0f;
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+    for (int nt = 0; nt < kN; ++nt) {
       s[nt][2 * r] = exp2f(s[nt][2 * r] - m_use);
       s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - m_use);
       sum += s[nt][2 * r] + s[nt][2 * r + 1];
@@ -305,8 +309,8 @@ __device__ __forceinline__ void store_rows(const FlashParams& p, const float (&o
 
 // p~ of the thread's two rows for keys [16 kk, 16 kk + 16), rounded to T, as the A fragment of
 // an m16n8k16 MMA (the same per warp for wgmma's m64nNk16 from registers).
-template <class T>
-__device__ __forceinline__ void p_fragment(const float (&s)[kFlashKeys / 8][4], int kk, unsigned (&a)[4]) {
+template <class T, int kN>
+__device__ __forceinline__ void p_fragment(const float (&s)[kN][4], int kk, unsigned (&a)[4]) {
   a[0] = mma::pack2<T>(s[2 * kk][0], s[2 * kk][1]);
   a[1] = mma::pack2<T>(s[2 * kk][2], s[2 * kk][3]);
   a[2] = mma::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);

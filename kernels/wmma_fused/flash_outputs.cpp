@@ -5,29 +5,30 @@
 
 namespace fc {
 
-StageGraph FlashOutputs::stage_graph(const Problem& p) {
-  StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, kFlashKeys), DType::f32, p.dtype, kFlashLogScale, true, true);
+StageGraph FlashOutputs::stage_graph(const Problem& p, int keys) {
+  StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, keys), DType::f32, p.dtype, kFlashLogScale, true, true);
   g.query_tile = kFlashRows;
   return g;
 }
 
-std::size_t FlashOutputs::trace_bytes(const Problem& p) {
-  return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, kFlashKeys));
+std::size_t FlashOutputs::trace_bytes(const Problem& p, int keys) {
+  return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, keys));
 }
 
-void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced) {
+void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced, int tile_keys) {
   const Shape& s = p.shape;
+  keys = tile_keys;
   held = traced ? window : RowWindow{};
   const std::int64_t rows = s.batch * s.heads * held.held(s.q_len);
   out = &ws.allocate("output", p.dtype, rows * s.head_dim);
   lse = &ws.allocate("lse", DType::f32, rows);
-  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, kFlashKeys), held) : FusedTraceBuffers{};
+  trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, keys), held) : FusedTraceBuffers{};
 }
 
 void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced) const {
   params.out = out->data;
   params.lse = lse->as<float>();
-  params.tiles_per_split = static_cast<int>(blocked_layout(problem.shape, kFlashKeys).tiles_per_split);
+  params.tiles_per_split = static_cast<int>(blocked_layout(problem.shape, keys).tiles_per_split);
   if (!traced) return;
   params.trace = flash_trace(trace);
   if (!held.whole()) {
@@ -37,7 +38,7 @@ void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced
 }
 
 void FlashOutputs::capture(Tap& tap, const Problem& p) const {
-  capture_fused(tap, stage_graph(p), p.shape, blocked_layout(p.shape, kFlashKeys), trace, {out, nullptr, nullptr, lse},
+  capture_fused(tap, stage_graph(p, keys), p.shape, blocked_layout(p.shape, keys), trace, {out, nullptr, nullptr, lse},
                 held);
 }
 
