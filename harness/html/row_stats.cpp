@@ -74,11 +74,14 @@ RowStats reference_row_stats(const HeadInputs& in) {
 }
 
 KernelRowSource kernel_row_source(const TraceRun& run, const std::vector<OutputResult>& outputs) {
-  // Per split, the output of the highest tile (outputs come in execution order).
+  // Per split, the trace build's output of the highest tile (outputs come in execution order;
+  // the production build's results follow them, and their lse would stand in for the trace
+  // build's, indexed into the production run's captures).
   std::map<int, std::size_t> max, sum, lse;
   std::map<int, int> max_tile, sum_tile;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const OutputResult& r = outputs[i];
+    if (r.production) continue;
     if (r.quantity == Quantity::row_max && (!max.count(r.split) || r.tile >= max_tile[r.split])) {
       max[r.split] = i;
       max_tile[r.split] = r.tile;
