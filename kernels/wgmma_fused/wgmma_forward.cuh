@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
       if (packed) tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, h, p.q_offsets[b] + q0, q_full);
       else tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
     }
-    // Keys [j0, j0 + 64) of K or V into a slot: one box a panel, padded or packed; from a
+    // Keys [j0, j0 + kKeys) of K or V into a slot: one box a panel, padded or packed; from a
     // paged cache one a panel and block the tile spans (blocks of 8 keys or more: whole
     // swizzle groups). Keys past the sequence come from its last block: finite, and masked.
     const auto load_tile = [&](T* slot_base, const CUtensorMap* map, std::uint64_t* bar, int j0) {
@@ -190,6 +190,15 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     }
   };
   const T* q_rows = sQ + group * 64 * kPanel;  // this warpgroup's 64 rows of panel 0
+  // The operands' matrix descriptors at their first k16 step and slot; another step or slot is
+  // a constant added to the address field (16-byte units; a shared address is below 2^18, so
+  // nothing carries out of the field's 14 bits). Formed once, not at every wgmma: they were
+  // ~10% of the instructions at D 64 (uniform-datapath address arithmetic); 356.9 -> 373.6
+  // TFLOP/s at B16 H16 S4096 D64 (H100, one bench run, 2026-11-27).
+  const std::uint64_t q_desc = matrix_descriptor(q_rows, 16, 1024);
+  const std::uint64_t k_desc = matrix_descriptor(sK, 16, 1024);
+  const std::uint64_t v_desc = matrix_descriptor(sV, Layout::kTilePanel, 1024);
+  const auto advanced = [](std::uint64_t desc, int bytes) { return desc + static_cast<std::uint64_t>(bytes >> 4); };
   float s[kKeys / 8][4];
   unsigned a[kKeys / 16][4];  // the last softmax's p~, as A fragments
 
@@ -213,21 +222,19 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     } else if constexpr (kFault != PipelineFault::missing_wait) {
       barrier_wait(&k_full[slot], phase);
     }
-    const T* k_tile = sK + slot * Layout::kPanels * kKeys * kPanel;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const int panel = kk / 4, step = (kk % 4) * 16;
-      wgmma_ss<T, kKeys>(s, matrix_descriptor(q_rows + panel * kFlashRows * kPanel + step, 16, 1024),
-                      matrix_descriptor(k_tile + panel * kKeys * kPanel + step, 16, 1024), kk > 0);
+      const int panel = kk / 4, step_bytes = (kk % 4) * 32;
+      wgmma_ss<T, kKeys>(s, advanced(q_desc, panel * Layout::kQPanel + step_bytes),
+                         advanced(k_desc, slot * Layout::kTileBytes + panel * Layout::kTilePanel + step_bytes), kk > 0);
     }
   };
   // O += P V of attended tile i: V N-major, 16 keys (2048 bytes) a step, its D / 64 panels
   // a tile's keys apart.
   auto issue_values = [&](int i) {
-    const T* v_tile = sV + slot_of(i) * Layout::kPanels * kKeys * kPanel;
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk) {
-      wgmma_rs<T, D>(o, a[kk], matrix_descriptor(v_tile + kk * 16 * kPanel, Layout::kTilePanel, 1024));
+      wgmma_rs<T, D>(o, a[kk], advanced(v_desc, slot_of(i) * Layout::kTileBytes + kk * 16 * kPanel * 2));
     }
   };
   auto before_issue = [&] {
