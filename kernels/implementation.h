@@ -43,6 +43,10 @@ class Implementation {
   // Whether an untraced run is a build of its own to judge beside the traced one (a captured
   // output, `check`, has only what it captured).
   virtual bool has_production_build() const { return true; }
+  // Whether its outputs are computed into the run's poisoned buffers, so that a poison pattern
+  // there means memory nobody wrote. False for outputs copied in from a file (`check`): a
+  // NaN there may carry any payload, a poison pattern's among them, and is a NaN.
+  virtual bool poisons_its_buffers() const { return true; }
   // Why this implementation cannot run the problem, if it cannot.
   virtual std::optional<std::string> unsupported(const Problem&) const { return std::nullopt; }
   virtual StageGraph stage_graph(const Problem& problem) const = 0;

@@ -79,6 +79,21 @@ FlagCounts host_flags(const TensorView& view, const std::function<bool(std::int6
   return f;
 }
 
+void forget_unknown_poison(FlagCounts& f, std::size_t buffers) {
+  if (f.foreign_poison == 0 || static_cast<std::size_t>(f.foreign_source()) < buffers) return;
+  f.foreign_poison = 0;
+  f.first_foreign = kNoIndex;
+}
+
+void forget_poison(FlagCounts& f) {
+  f.nan += f.unwritten;
+  f.first_nan = std::min(f.first_nan, f.first_unwritten);
+  f.unwritten = 0;
+  f.first_unwritten = kNoIndex;
+  f.foreign_poison = 0;
+  f.first_foreign = kNoIndex;
+}
+
 void merge_flags(FlagCounts& into, const FlagCounts& block, unsigned long long index_base) {
   into.nan += block.nan;
   into.pos_inf += block.pos_inf;

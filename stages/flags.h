@@ -53,6 +53,16 @@ struct FlagCounts {
   bool clean() const { return nan == 0 && pos_inf == 0 && neg_inf == 0 && unwritten == 0; }
 };
 
+// The flag pass reads any id 1..kMaxPoisonId from a pattern; a run has fewer buffers. A
+// tensor whose first foreign pattern names none of the run's `buffers` ids (names[0] is no
+// buffer) holds a NaN a kernel made with those bits, not a copy of a buffer's poison: its
+// foreign count is dropped, the elements stay counted as NaN.
+void forget_unknown_poison(FlagCounts& f, std::size_t buffers);
+
+// Reads every poison pattern of a tensor as the plain NaN it is: for values that never were in
+// a poisoned buffer (read from a file), whose NaNs may carry any payload.
+void forget_poison(FlagCounts& f);
+
 // Raw bits of the poison pattern of buffer `id` in a 16- or 32-bit format.
 std::uint32_t poison_bits(DType dtype, int id);
 // The buffer id whose poison `bits` is, or 0 when `bits` is not a poison pattern.

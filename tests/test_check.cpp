@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "harness/trace/judge.h"
 #include "kernels/implementation.h"
 #include "reference/attention.h"
+#include "stages/flags.h"
 
 namespace fc {
 namespace {
@@ -167,6 +169,47 @@ TEST_CASE("a NaN where the reference is finite is a finding at its element, a ro
   REQUIRE(j.result.divergence);
   CHECK(j.result.divergence->cause == "fully-masked-row");
   CHECK(j.result.divergence->index == Index4{0, 0, 2, 1});
+}
+
+TEST_CASE("a captured NaN with any payload is a NaN, poison patterns' included: never unwritten, never a crash",
+          "[check]") {
+  const AttentionInputs in = inputs_of({1, 2, 24, 40, 64}, "none");
+  const std::int64_t at = ((0 * 2 + 1) * 24 + 7) * 64 + 3;
+  // fp16 poison patterns: of the first buffers (the capture's own among them) and of an id no
+  // buffer of the run has (the flag pass reads any id 1..62 from a pattern).
+  for (const std::uint32_t id : {1u, 2u, 3u, 49u, 62u}) {
+    INFO("id " << id);
+    std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+    outputs["out"].data_as<std::uint16_t>()[at] = static_cast<std::uint16_t>(poison_bits(DType::f16, static_cast<int>(id)));
+    const Judged j = judge(capture_of(in, outputs));
+    CHECK(j.result.verdict == Verdict::diverged);
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->index == Index4{0, 1, 7, 3});
+    CHECK(j.result.divergence->cause != "unwritten-output");
+    CHECK(j.result.divergence->cause != "uninitialized-read");
+    const auto pv = std::find_if(j.result.outputs.begin(), j.result.outputs.end(),
+                                 [](const OutputResult& r) { return r.name == "pv"; });
+    REQUIRE(pv != j.result.outputs.end());
+    CHECK(pv->flags.nan == 1);
+    CHECK(pv->flags.unwritten == 0);
+    CHECK(pv->flags.foreign_poison == 0);
+  }
+}
+
+TEST_CASE("a poison pattern naming no buffer of the run is a NaN the kernel made", "[check]") {
+  FlagCounts f;
+  f.nan = 3;
+  f.foreign_poison = 2;
+  f.first_foreign = (5ull << 8) | 49u;
+  forget_unknown_poison(f, 4);  // ids 1..3
+  CHECK(f.foreign_poison == 0);
+  CHECK(f.first_foreign == kNoIndex);
+  CHECK(f.nan == 3);
+  f.foreign_poison = 1;
+  f.first_foreign = (5ull << 8) | 3u;
+  forget_unknown_poison(f, 4);
+  CHECK(f.foreign_poison == 1);
+  CHECK(f.foreign_source() == 3);
 }
 
 // A report's output alone, computed as another problem: the output of `other`'s inputs.

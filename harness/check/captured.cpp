@@ -35,6 +35,9 @@ class Captured final : public Implementation {
     for (const Slot& s : slots_) buffers_.push_back(&ws.allocate(s.buffer, s.tensor.dtype(), s.tensor.numel()));
   }
 
+  // The values come from a file, never from a buffer this run poisoned.
+  bool poisons_its_buffers() const override { return false; }
+
   // The kernel wrote these values: copied over the poison, as a kernel's stores would be.
   void run(RunContext& ctx) override {
     for (std::size_t i = 0; i < slots_.size(); ++i) {

@@ -297,6 +297,7 @@ Captured read_captured(const H5Reader& in, const std::string& o, const Fields& f
   c.present = f.integer("captured") != 0;
   c.problem = f.text("capture_problem");
   c.flags = read_flags(f);
+  forget_unknown_poison(c.flags, buffers);
   c.view.dtype = output.dtype;
   c.view.buffer_id = static_cast<int>(f.integer("buffer_id"));
   if (c.view.buffer_id < 0 || static_cast<std::size_t>(c.view.buffer_id) >= buffers) f.fail("buffer id out of range");

@@ -23,9 +23,11 @@ std::int64_t flat_of(const Dims& dims, const Index4& i) {
   return dims.size() == 4 ? row * dims[3] + std::max<std::int64_t>(i.col, 0) : row;
 }
 
-// Was the buffer an output lives in written by an earlier captured stage of this run?
+// Was the buffer an output lives in written by an earlier captured stage of this run? (Not
+// known for an output whose buffer is not known, id 0.)
 bool written_before(const TraceRun& run, std::size_t captured_index) {
   const int id = run.captured[captured_index].view.buffer_id;
+  if (id <= 0) return false;
   for (std::size_t i = 0; i < captured_index; ++i) {
     const Captured& c = run.captured[i];
     if (c.present && c.view.buffer_id == id && c.flags.unwritten == 0) return true;
@@ -89,7 +91,7 @@ std::string cause_of_lint(const std::string& rule) {
 // stage never rewrote the buffer.
 std::optional<std::size_t> unchanged_since(const TraceRun& run, std::size_t i) {
   const Captured& now = run.captured[i];
-  if (now.tensor.empty()) return std::nullopt;
+  if (now.tensor.empty() || now.view.buffer_id <= 0) return std::nullopt;
   for (std::size_t j = i; j-- > 0;) {
     const Captured& before = run.captured[j];
     if (!before.present || before.view.buffer_id != now.view.buffer_id) continue;
@@ -130,7 +132,8 @@ bool holds_own_poison(const TraceRun& run, std::size_t i, const OutputResult& r,
 // keeps the payload (so it reads as unwritten); either way the read is the cause.
 bool in_place_read_of_unwritten(Divergence& d, const TraceRun& run, std::size_t i, const OutputResult& r) {
   const Stage& stage = run.graph.stages[run.captured[i].stage];
-  if (!stage.reads_own_output || written_before(run, i)) return false;
+  // Which buffer it read, and whether a stage wrote it first, is known only for a poisoned one.
+  if (!stage.reads_own_output || run.captured[i].view.buffer_id <= 0 || written_before(run, i)) return false;
   const std::string buffer = run.buffer_names.at(static_cast<std::size_t>(run.captured[i].view.buffer_id));
   if (stage.kind == StageKind::pv) {
     d.cause = "stale-accumulator";

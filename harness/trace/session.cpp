@@ -41,6 +41,19 @@ std::vector<std::string> names_of(const Workspace& workspace) {
   return names;
 }
 
+// What a poison pattern among a run's captures means: nothing where the implementation's
+// values never were in its poisoned buffers (their buffer then unknown, id 0); a kernel's own
+// NaN where it names no buffer of the run.
+void read_poison_as(const Implementation& impl, std::vector<Captured>& captured, std::size_t buffers) {
+  for (Captured& c : captured) {
+    if (!impl.poisons_its_buffers()) {
+      forget_poison(c.flags);
+      c.view.buffer_id = 0;
+    }
+    forget_unknown_poison(c.flags, buffers);
+  }
+}
+
 // One run: prepare the implementation's buffers, tune, poison, run with the tap, read the
 // flags back. Returns the run's error, empty when it ran.
 std::string run_once(Implementation& impl, const AttentionInputs& inputs, const DeviceInputs* device,
@@ -149,6 +162,7 @@ TraceRun run_traced(Implementation& impl, const AttentionInputs& inputs, const D
                        impl.captures_stay_in_buffers() ? workspace : nullptr);
   run.captured = std::move(tap.results());
   run.buffer_names = names_of(*workspace);
+  read_poison_as(impl, run.captured, run.buffer_names.size());
   return run;
 }
 
@@ -167,6 +181,7 @@ ProductionRun run_production(Implementation& impl, const AttentionInputs& inputs
     if (is_result(graph.stages[c.stage].outputs[c.output].quantity)) run.results.push_back(std::move(c));
   }
   run.buffer_names = names_of(workspace);
+  read_poison_as(impl, run.results, run.buffer_names.size());
   return run;
 }
 
