@@ -254,6 +254,67 @@ TEST_CASE("an output alone that is another problem's attention is named: scale, 
   }
 }
 
+// A capture of tests/data (tests/data/cause_probes/make_cause_probes.py), judged.
+Divergence cause_probe(const std::string& file) {
+  const Judged j = judge(read_capture_file(std::string(FC_TEST_DATA_DIR) + "/" + file));
+  REQUIRE(j.result.divergence);
+  return *j.result.divergence;
+}
+
+TEST_CASE("a cause is not fitted to noise just over the bound; zeros are no scale; a real scale at small scores is",
+          "[check]") {
+  // Random noise of 6 to 12 fp16 ulps on a correct output: a factor fitted on one element
+  // "explained" it (the reference times 0.9946), counting elements the reference explains
+  // as well. Only what a prediction fits much better than the reference is evidence.
+  for (const char* file : {"check_noise_s2.npz", "check_noise_s3.npz"}) {
+    INFO(file);
+    const Divergence d = cause_probe(file);
+    CHECK(d.cause != "scale-mismatch");
+    CHECK(d.cause != "missing-keys");
+    CHECK(d.cause != "duplicated-keys");
+  }
+  // Scores rounded to fp16 (no key dropped): "attention with key 2 left out" was as near.
+  CHECK(cause_probe("check_fp16_scores.npz").cause == "precision-loss");
+  // Scale 1/D where 1/sqrt(D) is meant, inputs of sd 0.3: many elements are only a bound or two
+  // off, and the reference explaining them as well is no evidence against the scale.
+  CHECK(cause_probe("check_scale_over_d.npz").cause == "scale-mismatch");
+
+  // A row left at zero (never written into a zeroed buffer): "the reference times 0" is no scale.
+  const AttentionInputs in = inputs_of({1, 1, 16, 24, 64}, "none");
+  std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+  fill_row(outputs["out"], 5, 0.0);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->index.row == 5);
+  CHECK(j.result.divergence->cause != "scale-mismatch");
+}
+
+TEST_CASE("score-overflow needs the row to show it: every element NaN, no finite lse captured", "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
+  fill_row(in.q, 3, 40.0);  // row 3 . key 5 = 102400 > 65504
+  fill_row(in.k, 5, 40.0);
+  {  // One infinity in an otherwise right row (the overflowing row's other elements are finite).
+    std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}};
+    outputs["out"].set(3 * 64 + 7, INFINITY);
+    const Judged j = judge(capture_of(in, outputs));
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->index == Index4{0, 0, 3, 7});
+    CHECK(j.result.divergence->cause != "score-overflow");
+  }
+  {  // The row NaN, but the kernel's lse of the row is finite and right: its softmax was not NaN.
+    std::map<std::string, HostTensor> outputs{{"out", faithful(in)["out"]}, {"lse", faithful(in)["lse"]}};
+    fill_row(outputs["out"], 3, NAN);
+    const Judged j = judge(capture_of(in, outputs));
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->cause != "score-overflow");
+  }
+  {  // The row NaN and nothing else captured: score-overflow, as before.
+    const Judged j = judge_nan_row(in, 3);
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->cause == "score-overflow");
+  }
+}
+
 TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-overflow, its scores not captured",
           "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");

@@ -70,6 +70,34 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
   return std::nullopt;
 }
 
+// Whether output i holds NaN in every element of the failing element's row (a row quantity: in
+// that element), what a row whose softmax went NaN leaves there.
+bool row_all_nan(const TraceRun& run, const OutputResult& r, std::size_t i, const Index4& at) {
+  if (i >= run.captured.size()) return false;
+  const Captured& c = run.captured[i];
+  const Dims& d = c.tensor.dims();
+  if (c.tensor.empty()) return false;
+  const std::int64_t cols = d.size() == 4 ? d[3] : 1;
+  for (std::int64_t col = 0; col < cols; ++col) {
+    Index4 e = at;
+    if (d.size() == 4) e.col = r.col_offset + col;
+    const std::int64_t s = stored_index(c, r, e);
+    if (s < 0 || !std::isnan(c.tensor.get(s))) return false;
+  }
+  return true;
+}
+
+// Whether the trace build captured a finite lse for the failing element's row: its softmax
+// did not go NaN.
+bool captured_lse_finite(const TraceRun& run, const std::vector<OutputResult>& outputs, const Index4& at) {
+  for (std::size_t i = 0; i < run.captured.size() && i < outputs.size(); ++i) {
+    if (outputs[i].quantity != Quantity::lse) continue;
+    const std::int64_t s = stored_index(run.captured[i], outputs[i], {at.b, at.h, at.row, -1});
+    if (s >= 0 && std::isfinite(run.captured[i].tensor.get(s))) return true;
+  }
+  return false;
+}
+
 // Whether the run captured a scores stage: then the scores were judged (and passed, for a
 // divergence after them) as the kernel stored them.
 bool scores_captured(const TraceRun& run, const std::vector<OutputResult>& outputs) {
@@ -262,12 +290,15 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // A stage after the scores with nothing finite where the reference is: the row's scores, or
   // q.k before the scale, beyond the 16-bit input format. A kernel that forms them in that
   // format gets an infinity, and the softmax of the row NaN; its scores were not captured (a
-  // bug report's output alone), so the scores' own check could not name it.
+  // bug report's output alone), so the scores' own check could not name it. The row must show
+  // it: NaN in every element of this output's row, and no finite lse captured for it (one bad
+  // element among finite ones, or an infinity from an overflowing P.V, is something else).
   const double input_largest = max_finite(inputs.problem.dtype);
   // Only a positive overflow: +inf is the row's max and exp(inf - inf) NaN; a -inf masks a key.
   const double scale = inputs.problem.scale, largest_score = row.largest_product * std::max(1.0, scale);
   if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
-      dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest) {
+      dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest && row_all_nan(run, r, i, d.index) &&
+      !captured_lse_finite(run, outputs, d.index)) {
     const std::string format = dtype_name(inputs.problem.dtype);
     // With a scale above 1 the scaled score overflows first.
     const bool scaled = scale > 1 && row.largest_product <= input_largest;

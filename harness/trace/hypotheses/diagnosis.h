@@ -6,6 +6,7 @@
 // the rounding of the kernel's format (or is the same infinity, or the same zero).
 // The registry (hypotheses.cpp) runs them all and keeps the best explanation; none of them
 // knows a fault's name.
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,10 +57,14 @@ struct Diagnosis {
   std::vector<const BadElement*> probes(std::size_t count = 4) const;
   // Whether `predicted` explains the kernel's value at e.
   bool explains(const BadElement& e, double predicted) const;
-  // explains(), and the reference does not: an element a narrow miss leaves bad (between one and
-  // two bounds off) is no evidence for a prediction that equals the reference there.
+  // explains(), and better than the reference: the reference does not explain it, or the
+  // prediction is at most half as far from the kernel's value. An element a narrow miss leaves
+  // bad (between one and two bounds off) is then evidence only for a prediction that fits it
+  // much better than the reference; a hypothesis with a free parameter (a fitted factor, a key
+  // chosen among all) otherwise "explains" noise just over the bound.
   bool explains_better(const BadElement& e, double predicted) const {
-    return explains(e, predicted) && !explains(e, e.reference);
+    return explains(e, predicted) &&
+           (!explains(e, e.reference) || std::fabs(e.kernel - predicted) <= 0.5 * std::fabs(e.kernel - e.reference));
   }
 };
 

@@ -103,7 +103,7 @@ Explanation test_key_range(const Diagnosis& d) {
   for (const Range& r : ranges) {
     bool all = true;
     for (const BadElement* e : first) {
-      if (!d.explains(*e, predicted(d, row(first_row), r, e->col))) {
+      if (!d.explains_better(*e, predicted(d, row(first_row), r, e->col))) {
         all = false;
         break;
       }
@@ -116,7 +116,7 @@ Explanation test_key_range(const Diagnosis& d) {
   for (const Range& r : fitting) {
     std::size_t n = 0;
     for (const BadElement& e : d.bad) {
-      if (d.explains(e, predicted(d, row(e.row), r, e.col))) ++n;
+      if (d.explains_better(e, predicted(d, row(e.row), r, e.col))) ++n;
     }
     if (n > best_n) {
       best_n = n;

@@ -51,7 +51,8 @@ Explanation test_scale_mismatch(const Diagnosis& d) {
     bool fit_unconfirmed = false;
     std::vector<double> factors;
     for (const BadElement& e : d.bad) {
-      if (!std::isfinite(e.kernel) || e.reference == 0 || !std::isfinite(e.reference)) continue;
+      // A zero is no scale: an output never written (a zeroed buffer) or a row taken as masked.
+      if (!std::isfinite(e.kernel) || e.kernel == 0 || e.reference == 0 || !std::isfinite(e.reference)) continue;
       if (!fitted || (per_row && e.row != row)) {
         fitted = true;
         factor = e.kernel / e.reference;
@@ -60,7 +61,7 @@ Explanation test_scale_mismatch(const Diagnosis& d) {
         fit_unconfirmed = std::fabs(factor - 1) > 1e-3;
         continue;
       }
-      if (std::fabs(factor - 1) > 1e-3 && d.explains(e, e.reference * factor)) {
+      if (std::fabs(factor - 1) > 1e-3 && d.explains_better(e, e.reference * factor)) {
         n += fit_unconfirmed ? 2 : 1;
         fit_unconfirmed = false;
       }
