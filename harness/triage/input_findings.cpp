@@ -94,6 +94,7 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
   }
 
   const Shape& s = in.problem.shape;
+  const bool fp16_kernel = kernel_dtype == DType::f16;
   std::int64_t masked = 0, unscaled = 0, scaled = 0, exp_risk = 0, finite_masked = 0, uniform = 0, lse_out = 0;
   Index4 first_masked, first_unscaled, first_scaled, first_exp, first_finite, first_lse;
   double first_raw = 0, first_score = 0, peak_unscaled = 0, peak_row_max = -kInf, finite_bias = 0, first_lse_value = 0;
@@ -114,12 +115,15 @@ std::vector<InputFinding> find_input_problems(const AttentionInputs& in, DType k
         double row_max = -kInf, largest_bias = -kInf;
         for (std::int64_t j = 0; j < s.kv_len; ++j) {
           const double raw = qk(r, j), score = qk_score(head, raw, bias[static_cast<std::size_t>(j)]);
-          if (std::isfinite(raw) && std::fabs(raw) > kFp16Max) {
+          // fp16's range matters to a kernel that reads fp16 and may form q.k or the scores in it;
+          // a masking bias is left out (a huge negative one rounds to -inf there: a masked key).
+          if (fp16_kernel && std::isfinite(raw) && std::fabs(raw) > kFp16Max) {
             if (unscaled++ == 0) first_unscaled = {b, h, i, j}, first_raw = raw;
             peak_unscaled = std::max(peak_unscaled, std::fabs(raw));
           }
-          if (std::isfinite(score) && std::fabs(score) > kFp16Max && scaled++ == 0) {
-            first_scaled = {b, h, i, j}, first_score = score;
+          const double unbiased = qk_score(head, raw, 0.0);
+          if (fp16_kernel && std::isfinite(unbiased) && std::fabs(unbiased) > kFp16Max && scaled++ == 0) {
+            first_scaled = {b, h, i, j}, first_score = unbiased;
           }
           if (bias[static_cast<std::size_t>(j)] != -kInf) {
             row_max = std::max(row_max, score);
