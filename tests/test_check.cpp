@@ -600,6 +600,14 @@ TEST_CASE("triage judges the output a report holds beside the implementations", 
   CHECK(o.exit_code == 1);
   CHECK(o.out.find("captured: diverged") != std::string::npos);
   CHECK(o.out.find("cpu-emulated: pass") != std::string::npos);
+  // Only the report's own output diverged: minimizing has nothing it can rerun, and says so.
+  const Outcome m = cli("triage " + (dir.path / "report.npz").string() + " --impl cpu-emulated --minimize " +
+                            (dir.path / "min.h5").string(),
+                        dir.path);
+  CHECK(m.exit_code == 1);
+  CHECK(m.out.find("nothing to minimize: the report's output diverged, but no implementation run here did") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "min.h5"));
 }
 
 }  // namespace fc

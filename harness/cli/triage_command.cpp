@@ -153,7 +153,12 @@ int run_triage(const TriageCommand& command) {
   std::string minimized;  // for the summary line
   if (!command.minimize.empty()) {
     if (!first_failing) {
-      out << "\nnothing to minimize: no implementation diverged on this report\n";
+      // Minimizing reruns an implementation on ever smaller inputs: the report's own output
+      // cannot be recomputed.
+      const bool seen_diverged = !seen.outputs.empty() && !results.empty() && results.front().divergence;
+      out << (seen_diverged ? "\nnothing to minimize: the report's output diverged, but no implementation run here did "
+                              "(minimizing reruns one on smaller inputs)\n"
+                            : "\nnothing to minimize: no implementation diverged on this report\n");
       minimized = "; nothing to minimize";
     } else {
       const Divergence target =
