@@ -313,6 +313,35 @@ TEST_CASE("score-overflow needs the row to show it: every element NaN, no finite
     REQUIRE(j.result.divergence);
     CHECK(j.result.divergence->cause == "score-overflow");
   }
+  {  // Seen first in the row max: +inf there is the overflow's own signature, the sum NaN.
+    std::map<std::string, HostTensor> outputs = faithful(in);
+    outputs.erase("scores");
+    outputs.erase("probs");
+    outputs.erase("lse");
+    outputs["row_max"].set(3, INFINITY);
+    outputs["row_sum"].set(3, NAN);
+    fill_row(outputs["out"], 3, NAN);
+    const Judged j = judge(capture_of(in, outputs));
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->cause == "score-overflow");
+  }
+}
+
+TEST_CASE("score-overflow seen in the probabilities: NaN over the attended keys, 0 where masked", "[check]") {
+  AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "causal");
+  fill_row(in.q, 3, 40.0);  // row 3 . key 2 = 102400 > 65504; row 3 attends keys 0..3
+  fill_row(in.k, 2, 40.0);
+  std::map<std::string, HostTensor> outputs = faithful(in);
+  outputs.erase("scores");
+  outputs.erase("lse");
+  outputs.erase("row_max");
+  outputs.erase("row_sum");
+  for (std::int64_t key = 0; key <= 3; ++key) outputs["probs"].set(3 * 32 + key, NAN);  // masked keys stay 0
+  fill_row(outputs["out"], 3, NAN);
+  const Judged j = judge(capture_of(in, outputs));
+  REQUIRE(j.result.divergence);
+  CHECK(j.result.divergence->output == "softmax");
+  CHECK(j.result.divergence->cause == "score-overflow");
 }
 
 TEST_CASE("a NaN output row whose q.k overflows fp16 before the scale is score-overflow, its scores not captured",

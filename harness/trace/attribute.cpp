@@ -60,7 +60,7 @@ std::int64_t stored_index(const Captured& c, const OutputResult& r, const Index4
 // The score of the failing element's row and column, when a scores stage was captured.
 std::optional<double> captured_score(const TraceRun& run, const std::vector<OutputResult>& outputs,
                                      const OutputResult& failing, const Index4& at) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
+  for (std::size_t i = 0; i < run.captured.size() && i < outputs.size(); ++i) {  // the trace build's
     const OutputResult& r = outputs[i];
     if (r.quantity != Quantity::scores || r.split != failing.split || r.tile != failing.tile) continue;
     const std::int64_t at_stored = stored_index(run.captured[i], r, at);
@@ -70,19 +70,25 @@ std::optional<double> captured_score(const TraceRun& run, const std::vector<Outp
   return std::nullopt;
 }
 
-// Whether output i holds NaN in every element of the failing element's row (a row quantity: in
-// that element), what a row whose softmax went NaN leaves there.
-bool row_all_nan(const TraceRun& run, const OutputResult& r, std::size_t i, const Index4& at) {
+// Whether output i's row of the failing element holds what a row whose max went +inf leaves:
+// a row max of +inf (or NaN), a NaN sum or lse; NaN in every feature of an accumulator or
+// output; over the keys, NaN where exp(inf - inf) was taken and 0 elsewhere (exp(s - inf), a
+// masked key, a padded column), nothing else.
+bool row_shows_nan_softmax(const TraceRun& run, const OutputResult& r, std::size_t i, const Index4& at) {
   if (i >= run.captured.size()) return false;
   const Captured& c = run.captured[i];
   const Dims& d = c.tensor.dims();
   if (c.tensor.empty()) return false;
+  const bool keys = r.quantity == Quantity::scores || r.quantity == Quantity::probs || r.quantity == Quantity::p_tilde;
   const std::int64_t cols = d.size() == 4 ? d[3] : 1;
   for (std::int64_t col = 0; col < cols; ++col) {
     Index4 e = at;
     if (d.size() == 4) e.col = r.col_offset + col;
     const std::int64_t s = stored_index(c, r, e);
-    if (s < 0 || !std::isnan(c.tensor.get(s))) return false;
+    if (s < 0) return false;
+    const double x = c.tensor.get(s);
+    const bool fits = std::isnan(x) || (d.size() == 3 && x == kInf) || (keys && x == 0);
+    if (!fits) return false;
   }
   return true;
 }
@@ -134,7 +140,7 @@ std::optional<std::size_t> unchanged_since(const TraceRun& run, std::size_t i) {
 
 // A combine whose row had a split with no key: that split's partial lse is -inf.
 bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& outputs, const Index4& at) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
+  for (std::size_t i = 0; i < run.captured.size() && i < outputs.size(); ++i) {  // the trace build's
     const OutputResult& r = outputs[i];
     if (r.quantity != Quantity::partial_lse) continue;
     const std::int64_t at_stored = stored_index(run.captured[i], r, at);
@@ -291,13 +297,13 @@ void name_cause(Divergence& d, const AttentionInputs& inputs, const TraceRun& ru
   // q.k before the scale, beyond the 16-bit input format. A kernel that forms them in that
   // format gets an infinity, and the softmax of the row NaN; its scores were not captured (a
   // bug report's output alone), so the scores' own check could not name it. The row must show
-  // it: NaN in every element of this output's row, and no finite lse captured for it (one bad
-  // element among finite ones, or an infinity from an overflowing P.V, is something else).
+  // it (row_shows_nan_softmax), and no finite lse be captured for it: one bad element among
+  // finite ones, or the infinities of an overflowing P.V, are something else.
   const double input_largest = max_finite(inputs.problem.dtype);
   // Only a positive overflow: +inf is the row's max and exp(inf - inf) NaN; a -inf masks a key.
   const double scale = inputs.problem.scale, largest_score = row.largest_product * std::max(1.0, scale);
   if (bad_value && r.kind != StageKind::qk && !scores_captured(run, outputs) && !row.masked() &&
-      dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest && row_all_nan(run, r, i, d.index) &&
+      dtype_size(inputs.problem.dtype) == 2 && largest_score > input_largest && row_shows_nan_softmax(run, r, i, d.index) &&
       !captured_lse_finite(run, outputs, d.index)) {
     const std::string format = dtype_name(inputs.problem.dtype);
     // With a scale above 1 the scaled score overflows first.
