@@ -175,6 +175,10 @@ TEST_CASE("a broken plugin ends the command with one line naming it, exit 2, and
       {"test_plugin_fail_run", trace + " --impl test-cpu-plugin", "run failed: the test plugin failed on purpose"},
       {"test_plugin_undeclared", trace + " --impl test-cpu-plugin",
        "run: the harness refused: implementation captured stage 7 output 0, which its stage graph does not declare"},
+      {"test_plugin_bad_strides", trace + " --impl test-cpu-plugin",
+       "run: the harness refused: tap: strides [1,1,1,1] are not a dense permutation of dims"},
+      {"test_plugin_view_overrun", trace + " --impl test-cpu-plugin",
+       "elements runs past the end of buffer"},
       {"test_plugin_throwing", trace + " --impl throwing-plugin",
        "throwing-plugin: stage_graph threw an exception: the throwing plugin's stage graph"},
       {"test_plugin_crash_run", "faults --fault test-plugin-masked-row-nan --json " + json.string(), "run crashed"},
@@ -197,6 +201,17 @@ TEST_CASE("a broken plugin ends the command with one line naming it, exit 2, and
   const std::vector<std::string> errors = errors_of(from_environment);
   REQUIRE(errors.size() == 1);
   CHECK(contains(errors[0], "FLASHCORE_PLUGINS entry " + plugin("test_plugin_no_entry") + ": no symbol flashcore_plugin"));
+}
+
+TEST_CASE("a plugin named twice, through a link or by another spelling, is loaded once", "[plugin]") {
+  TempDir dir;
+  const fs::path link = dir.path / "link.so";
+  fs::create_symlink(fs::absolute(plugin("test_plugin")), link);
+  const Outcome o = cli("list --plugin " + plugin("test_plugin") + " --plugin " + link.string(), dir,
+                        "FLASHCORE_PLUGINS=" + fs::absolute(plugin("test_plugin")).string());
+  CHECK(o.exit_code == 0);
+  CHECK(errors_of(o).empty());
+  CHECK(contains(o.out, "test-cpu-plugin"));
 }
 
 TEST_CASE("a run that never finishes ends the command after FC_RUN_TIMEOUT: one line naming it, exit 3", "[plugin]") {

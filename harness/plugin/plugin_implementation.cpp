@@ -1,5 +1,6 @@
 #include "harness/plugin/plugin_implementation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -116,14 +117,41 @@ struct TapState : CallbackState {
   bool on_device = false;
 };
 
-// The poison id of the buffer a view points into (0: none of ours).
-int buffer_of(const std::vector<const Buffer*>& buffers, const void* data) {
+// The workspace buffer a view's data points into, or null: none of ours (the plugin's own memory).
+const Buffer* buffer_of(const std::vector<const Buffer*>& buffers, const void* data) {
   const auto* p = static_cast<const std::uint8_t*>(data);
   for (const Buffer* b : buffers) {
     const auto* begin = static_cast<const std::uint8_t*>(b->data);
-    if (p >= begin && p < begin + b->count * static_cast<std::int64_t>(dtype_size(b->dtype))) return b->id;
+    if (p >= begin && p < begin + b->count * static_cast<std::int64_t>(dtype_size(b->dtype))) return b;
   }
-  return 0;
+  return nullptr;
+}
+
+// A view's strides as the capture reads them: a dense permutation of its dims (the elements
+// fill numel consecutive slots, each dim of more than one element stepping by the product of
+// the dims inside it). A dim of one element has no step that matters: it is placed outermost.
+// Anything else (gaps, overlaps, a zero or negative step) is refused, naming the strides.
+Dims dense_strides(const Dims& dims, const std::int64_t* strides, int rank) {
+  std::vector<int> order;
+  for (int d = 0; d < rank; ++d) {
+    if (dims[static_cast<std::size_t>(d)] > 1) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return strides[a] < strides[b]; });
+  std::int64_t expected = 1;
+  for (int d : order) {
+    if (strides[d] != expected) {
+      std::string text;
+      for (int i = 0; i < rank; ++i) text += (i ? "," : "") + std::to_string(strides[i]);
+      std::string shape;
+      for (int i = 0; i < rank; ++i) shape += (i ? "," : "") + std::to_string(dims[static_cast<std::size_t>(i)]);
+      throw Error("tap: strides [" + text + "] are not a dense permutation of dims [" + shape +
+                  "] (each dim of more than one element must step by the product of the dims inside it)");
+    }
+    expected *= dims[static_cast<std::size_t>(d)];
+  }
+  Dims out(static_cast<std::size_t>(rank));
+  for (int d = 0; d < rank; ++d) out[static_cast<std::size_t>(d)] = dims[static_cast<std::size_t>(d)] > 1 ? strides[d] : expected;
+  return out;
 }
 
 int capture(void* handle, std::uint32_t stage, std::uint32_t output, const fc_tensor_view* view) {
@@ -135,11 +163,26 @@ int capture(void* handle, std::uint32_t stage, std::uint32_t output, const fc_te
     v.data = view->data;
     v.dtype = plugin_dtype(view->dtype);
     v.dims.assign(view->dims, view->dims + view->rank);
+    for (const std::int64_t d : v.dims) {
+      if (d < 0) throw Error("tap: a dim of " + std::to_string(d));
+    }
     bool strided = false;
     for (int i = 0; i < view->rank; ++i) strided = strided || view->strides[i] != 0;
-    if (strided) v.strides.assign(view->strides, view->strides + view->rank);
+    if (strided) v.strides = dense_strides(v.dims, view->strides, view->rank);
     v.on_device = s->on_device;
-    v.buffer_id = buffer_of(*s->buffers, view->data);
+    // The view's elements must lie inside the buffer it starts in (they are read from there).
+    const Buffer* buffer = buffer_of(*s->buffers, view->data);
+    if (buffer) {
+      const std::int64_t element = static_cast<std::int64_t>(dtype_size(v.dtype));
+      const auto* begin = static_cast<const std::uint8_t*>(buffer->data);
+      const auto* first = static_cast<const std::uint8_t*>(view->data);
+      const std::int64_t room = buffer->count * static_cast<std::int64_t>(dtype_size(buffer->dtype)) - (first - begin);
+      if (v.numel() * element > room) {
+        throw Error("tap: the view of " + std::to_string(v.numel()) + " elements runs past the end of buffer '" +
+                    buffer->name + "' (" + std::to_string(room / element) + " left from its start)");
+      }
+    }
+    v.buffer_id = buffer ? buffer->id : 0;
     s->tap->capture(stage, output, v);
   });
 }

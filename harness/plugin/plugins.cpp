@@ -1,6 +1,7 @@
 #include "harness/plugin/plugins.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -82,7 +83,11 @@ void load_plugins(const std::vector<std::string>& paths) {
   for (const auto& impl : make_implementations()) names.insert(impl->name());
   std::set<std::string> seen;
   for (const auto& [path, origin] : all) {
-    if (!seen.insert(path).second) continue;  // named twice: loaded once
+    // Named twice, by whatever spelling (relative, absolute, through a link): loaded once. A path
+    // that does not resolve is left to the loader, which says why.
+    std::error_code unresolved;
+    const std::filesystem::path file = std::filesystem::canonical(path, unresolved);
+    if (!seen.insert(unresolved ? path : file.string()).second) continue;
     auto library = std::make_shared<const PluginLibrary>(path, origin);
     const fc_plugin& p = library->description();
     std::vector<FaultSpec> faults;

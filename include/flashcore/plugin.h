@@ -173,7 +173,8 @@ typedef struct fc_tensor_view {
   int32_t dtype;
   int32_t rank;       /* 3 (row quantities) or 4 */
   int64_t dims[4];    /* logical [B,H,rows(,cols)] */
-  int64_t strides[4]; /* element stride of each logical dim; all 0: row-major contiguous */
+  int64_t strides[4]; /* element stride of each logical dim; all 0: row-major contiguous; otherwise a
+                         dense permutation of dims (refused if not) */
 } fc_tensor_view;
 
 /* The harness's side of run: called after each stage for each declared output. A nonzero

@@ -12,6 +12,8 @@
  *   FC_TEST_HANG_RUN      run never returns (a spin on a flag no one clears)
  *   FC_TEST_UNDECLARED    taps a stage its graph does not declare
  *   FC_TEST_FAULT_MASK="m" its fault's trigger case has mask m (one it may not be able to run)
+ *   FC_TEST_BAD_STRIDES   taps views whose strides overlap (1 in every dim): no dense layout
+ *   FC_TEST_VIEW_OVERRUN  taps views that start at their buffer's last element
  */
 #include <math.h>
 #include <stdio.h>
@@ -189,6 +191,15 @@ static int tap(const fc_run_args* a, uint32_t stage, uint32_t output, const void
   v.dims[1] = p->heads;
   v.dims[2] = p->q_len;
   v.dims[3] = cols;
+#ifdef FC_TEST_BAD_STRIDES
+  for (int d = 0; d < rank; ++d) v.strides[d] = 1;
+#endif
+#ifdef FC_TEST_VIEW_OVERRUN
+  {
+    const int64_t count = p->batch * p->heads * p->q_len * (rank == 4 ? cols : 1);
+    v.data = (const char*)data + (count - 1) * (dtype == FC_DTYPE_F32 ? 4 : 2);
+  }
+#endif
   return a->tap->capture(a->tap->handle, stage, output, &v);
 }
 
