@@ -289,6 +289,34 @@ TEST_CASE("a cause is not fitted to noise just over the bound; zeros are no scal
   CHECK(j.result.divergence->cause != "scale-mismatch");
 }
 
+TEST_CASE("the softmax taken over the queries instead of the keys is softmax-axis, in the output or the probabilities",
+          "[check]") {
+  const AttentionInputs in = inputs_of({1, 1, 24, 40, 64}, "none");
+  const HeadInputs head = head_inputs(in, 0, 0, BiasForm::mask);
+  MatrixR p = head.scale * (head.q * head.k().transpose());
+  for (Eigen::Index j = 0; j < p.cols(); ++j) {  // softmax(S, dim=-2): each key's column
+    p.col(j) = (p.col(j).array() - p.col(j).maxCoeff()).exp().matrix();
+    p.col(j) /= p.col(j).sum();
+  }
+  const MatrixR o = p * head.v();
+  std::map<std::string, HostTensor> outputs = faithful(in);
+  for (Eigen::Index i = 0; i < o.rows(); ++i) {
+    for (Eigen::Index c = 0; c < o.cols(); ++c) outputs["out"].set(i * o.cols() + c, o(i, c));
+    for (Eigen::Index j = 0; j < p.cols(); ++j) outputs["probs"].set(i * p.cols() + j, p(i, j));
+  }
+  {  // The output alone, as a bug report has it.
+    const Judged j = judge(capture_of(in, {{"out", outputs["out"]}}));
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->cause == "softmax-axis");
+  }
+  {  // The probabilities captured: found there first.
+    const Judged j = judge(capture_of(in, {{"probs", outputs["probs"]}, {"out", outputs["out"]}}));
+    REQUIRE(j.result.divergence);
+    CHECK(j.result.divergence->output == "softmax");
+    CHECK(j.result.divergence->cause == "softmax-axis");
+  }
+}
+
 TEST_CASE("score-overflow needs the row to show it: every element NaN, no finite lse captured", "[check]") {
   AttentionInputs in = inputs_of({1, 1, 16, 32, 64}, "none");
   fill_row(in.q, 3, 40.0);  // row 3 . key 5 = 102400 > 65504

@@ -4,7 +4,7 @@
 // intermediate to test, but the whole output of each alternative problem can be formed for the
 // bad rows and compared: another softmax scale (scale-mismatch), the causal mask aligned the
 // other way, dropped, or the mask read transposed (mask-mismatch), the K/V of another head or
-// batch (wrong-operand).
+// batch (wrong-operand), the softmax taken over the queries rather than the keys (softmax-axis).
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -60,10 +60,57 @@ const char* causal_name(Causal c) {
   }
 }
 
+// The softmax taken over the queries (each key's column normalized) instead of over the keys,
+// softmax(S, dim=-2) V: it needs every row of the head, so only where the head's scores fit
+// kMaxQueryAxisScores doubles. Counts the bad elements it explains better than the reference.
+constexpr std::int64_t kMaxQueryAxisScores = std::int64_t{1} << 25;
+std::size_t explained_by_query_axis(const Diagnosis& d, const Bias& bias) {
+  const MatrixR& k = d.head.k();
+  const Eigen::Index rows = d.head.q.rows(), keys = k.rows();
+  if (rows < 2 || rows * keys > kMaxQueryAxisScores) return 0;
+  MatrixR s = d.head.scale * (d.head.q * k.transpose());
+  if (d.head.softcap > 0) s = (d.head.softcap * (s.array() / d.head.softcap).tanh()).matrix();
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    for (Eigen::Index j = 0; j < keys; ++j) s(i, j) += bias(i, j);
+  }
+  for (Eigen::Index j = 0; j < keys; ++j) {  // each key's column over the queries; an empty one 0
+    const double m = s.col(j).maxCoeff();
+    if (!std::isfinite(m)) {
+      s.col(j).setZero();
+      continue;
+    }
+    s.col(j) = (s.col(j).array() - m).exp().matrix();
+    s.col(j) /= s.col(j).sum();
+  }
+  // The probabilities themselves, or the output they weigh V with.
+  const MatrixR out = d.result.quantity == Quantity::probs ? s : MatrixR(s * d.head.v());
+  std::size_t n = 0;
+  for (const BadElement& e : d.bad) {
+    if (e.r < out.rows() && e.c < out.cols() && d.explains_better(e, out(e.r, e.c))) ++n;
+  }
+  return n;
+}
+
+Explanation query_axis_explanation(const Diagnosis& d) {
+  const Problem& p = d.inputs.problem;
+  const Bias own = [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, row, key); };
+  const std::size_t n = explained_by_query_axis(d, own);
+  if (n == 0) return {};
+  return {"softmax-axis", static_cast<double>(n) / static_cast<double>(d.bad.size()),
+          d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) +
+              " equals attention with the softmax taken over the queries (each key's column normalized, "
+              "softmax(S, dim=-2)) instead of over the keys: " + explained_text(d, n)};
+}
+
 }  // namespace
 
 Explanation test_other_problem(const Diagnosis& d) {
-  if (d.result.quantity != Quantity::output || d.result.dims.size() != 4 || d.kernel.size() == 0) return {};
+  if (d.kernel.size() == 0) return {};
+  // Whole-row probabilities (a full chain's softmax): only the softmax's own axis is testable.
+  if (d.result.quantity == Quantity::probs && d.col_offset == 0 && d.kernel.cols() == d.head.k().rows()) {
+    return query_axis_explanation(d);
+  }
+  if (d.result.quantity != Quantity::output || d.result.dims.size() != 4) return {};
   const Problem& p = d.inputs.problem;
   const Shape& s = p.shape;
   // Every alternative forms the whole rows it tests: the work of all of them is bounded below.
@@ -133,7 +180,7 @@ Explanation test_other_problem(const Diagnosis& d) {
                             d.head.scale, own});
   }
 
-  Explanation best;
+  Explanation best = query_axis_explanation(d);
   for (const Alternative& a : alternatives) {
     const std::size_t n = explained_by(d, a);
     const double fraction = static_cast<double>(n) / static_cast<double>(d.bad.size());
