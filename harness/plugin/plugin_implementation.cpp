@@ -140,12 +140,8 @@ Dims dense_strides(const Dims& dims, const std::int64_t* strides, int rank) {
   std::int64_t expected = 1;
   for (int d : order) {
     if (strides[d] != expected) {
-      std::string text;
-      for (int i = 0; i < rank; ++i) text += (i ? "," : "") + std::to_string(strides[i]);
-      std::string shape;
-      for (int i = 0; i < rank; ++i) shape += (i ? "," : "") + std::to_string(dims[static_cast<std::size_t>(i)]);
-      throw Error("tap: strides [" + text + "] are not a dense permutation of dims [" + shape +
-                  "] (each dim of more than one element must step by the product of the dims inside it)");
+      throw Error("tap: strides " + dims_string(Dims(strides, strides + rank)) + " are not a dense permutation of dims " +
+                  dims_string(dims) + " (each dim of more than one element must step by the product of the dims inside it)");
     }
     expected *= dims[static_cast<std::size_t>(d)];
   }

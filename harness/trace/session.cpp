@@ -46,11 +46,12 @@ std::vector<std::string> names_of(const Workspace& workspace) {
 // NaN where it names no buffer of the run.
 void read_poison_as(const Implementation& impl, std::vector<Captured>& captured, std::size_t buffers) {
   for (Captured& c : captured) {
-    if (!impl.poisons_its_buffers()) {
+    if (impl.poisons_its_buffers()) {
+      forget_unknown_poison(c.flags, buffers);
+    } else {
       forget_poison(c.flags);
       c.view.buffer_id = 0;
     }
-    forget_unknown_poison(c.flags, buffers);
   }
 }
 

@@ -64,15 +64,11 @@ const char* causal_name(Causal c) {
 // softmax(S, dim=-2) V: it needs every row of the head, so only where the head's scores fit
 // kMaxQueryAxisScores doubles. Counts the bad elements it explains better than the reference.
 constexpr std::int64_t kMaxQueryAxisScores = std::int64_t{1} << 25;
-std::size_t explained_by_query_axis(const Diagnosis& d, const Bias& bias) {
-  const MatrixR& k = d.head.k();
-  const Eigen::Index rows = d.head.q.rows(), keys = k.rows();
+std::size_t explained_by_query_axis(const Diagnosis& d) {
+  const Eigen::Index rows = d.head.q.rows(), keys = d.head.k().rows();
   if (rows < 2 || rows * keys > kMaxQueryAxisScores) return 0;
-  MatrixR s = d.head.scale * (d.head.q * k.transpose());
-  if (d.head.softcap > 0) s = (d.head.softcap * (s.array() / d.head.softcap).tanh()).matrix();
-  for (Eigen::Index i = 0; i < rows; ++i) {
-    for (Eigen::Index j = 0; j < keys; ++j) s(i, j) += bias(i, j);
-  }
+  MatrixR s(rows, keys);
+  for (Eigen::Index i = 0; i < rows; ++i) s.row(i) = d.row_scores(i, keys, true);
   for (Eigen::Index j = 0; j < keys; ++j) {  // each key's column over the queries; an empty one 0
     const double m = s.col(j).maxCoeff();
     if (!std::isfinite(m)) {
@@ -92,9 +88,7 @@ std::size_t explained_by_query_axis(const Diagnosis& d, const Bias& bias) {
 }
 
 Explanation query_axis_explanation(const Diagnosis& d) {
-  const Problem& p = d.inputs.problem;
-  const Bias own = [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, row, key); };
-  const std::size_t n = explained_by_query_axis(d, own);
+  const std::size_t n = explained_by_query_axis(d);
   if (n == 0) return {};
   return {"softmax-axis", static_cast<double>(n) / static_cast<double>(d.bad.size()),
           d.result.name + " of b=" + std::to_string(d.b) + " h=" + std::to_string(d.h) +
