@@ -94,7 +94,7 @@ FullReference full_reference(const HeadEvaluator& ev, const ChainArithmetic& a) 
   FullReference r;
   r.scores = ev.qk(0, in.k().rows(), a.qk);
   r.softmax = ev.softmax(r.scores, a.softmax);
-  r.out = ev.pv(r.softmax.p, 0, in.v().rows(), nullptr, a.pv);
+  r.out = ev.within_value_range(ev.pv(r.softmax.p, 0, in.v().rows(), nullptr, a.pv), 0, in.v().rows(), a.pv);
   r.lse = ev.lse(r.softmax.max, r.softmax.sum, a.lse);
   return r;
 }
@@ -129,7 +129,7 @@ BlockedReference blocked_reference(const HeadEvaluator& ev, std::int64_t col_beg
     acc = t.acc;
     r.tiles.push_back(std::move(t));
   }
-  r.out = ev.normalize(acc, sum, a.normalize);
+  r.out = ev.within_value_range(ev.normalize(acc, sum, a.normalize), col_begin, col_end, a.pv);
   r.lse = ev.lse(max, sum, a.lse);
   return r;
 }
@@ -158,7 +158,7 @@ SplitReference split_reference(const HeadEvaluator& ev, std::int64_t num_splits,
     outs.push_back(r.splits.back().out);
     lses.push_back(r.splits.back().lse);
   }
-  r.out = ev.combine(outs, lses, a.combine);
+  r.out = ev.within_value_range(ev.combine(outs, lses, a.combine), 0, ev.inputs().v().rows(), a.pv);
   r.lse = ev.combine_lse(lses, a.combine);
   return r;
 }

@@ -46,6 +46,10 @@ class HostEvaluator final : public HeadEvaluator {
   Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const override {
     return eval_normalize(acc, sum, a);
   }
+  Bounded within_value_range(const Bounded& out, std::int64_t key_begin, std::int64_t key_end,
+                             const Arithmetic& pv) const override {
+    return eval_within_value_range(out, in_.v().middleRows(key_begin, key_end - key_begin), pv);
+  }
   Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const override {
     return eval_lse(max, sum, a);
   }

@@ -48,6 +48,11 @@ class HeadEvaluator {
   virtual Bounded pv(const Bounded& p, std::int64_t key_begin, std::int64_t key_end, const Bounded* acc,
                      const Arithmetic& a) const = 0;
   virtual Bounded normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a) const = 0;
+  // out, the end of a chain whose P.V (arithmetic pv) summed the value rows of keys
+  // [key_begin, key_end), with each bound capped to the range those rows allow
+  // (stage_math::range_cap).
+  virtual Bounded within_value_range(const Bounded& out, std::int64_t key_begin, std::int64_t key_end,
+                                     const Arithmetic& pv) const = 0;
   virtual Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const = 0;
   virtual Bounded combine(const std::vector<Bounded>& outs, const std::vector<Bounded>& lses,
                           const Arithmetic& a) const = 0;

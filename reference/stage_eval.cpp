@@ -223,6 +223,23 @@ Bounded eval_normalize(const Bounded& acc, const Bounded& sum, const Arithmetic&
   return out;
 }
 
+Bounded eval_within_value_range(const Bounded& out, const MatrixR& v_rows, const Arithmetic& pv) {
+  require_host(out);
+  if (v_rows.rows() == 0 || out.bound.size() == 0) return out;
+  if (out.value.cols() != v_rows.cols()) throw Error("reference: the output and v disagree in columns");
+  const stage_math::RangeTerms terms = range_terms(pv, out.format, v_rows.rows());
+  const Eigen::RowVectorXd low = v_rows.colwise().minCoeff(), high = v_rows.colwise().maxCoeff();
+  Bounded capped = out;
+  for (Eigen::Index r = 0; r < out.value.rows(); ++r) {
+    for (Eigen::Index c = 0; c < out.value.cols(); ++c) {
+      const double cap = stage_math::range_cap(out.value(r, c), low(c), high(c), terms);
+      capped.bound(r, c) = stage_math::smaller(out.bound(r, c), cap);
+      capped.tight(r, c) = stage_math::smaller(out.tight(r, c), cap);
+    }
+  }
+  return capped;
+}
+
 Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) {
   require_same_rows(max.value, sum.value, "lse");
   Bounded out = sized_like(max.value.rows(), 1, a.out);

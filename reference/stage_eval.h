@@ -145,6 +145,10 @@ Bounded eval_pv(const Bounded& p, const MatrixR& v_rows, const Bounded* acc, con
 // normalize: acc / sum, row by row (0 where sum is 0).
 Bounded eval_normalize(const Bounded& acc, const Bounded& sum, const Arithmetic& a);
 
+// out, the end of a chain whose P.V (arithmetic pv) summed v_rows, with each bound capped to
+// the range of its column of v_rows (stage_math::range_cap).
+Bounded eval_within_value_range(const Bounded& out, const MatrixR& v_rows, const Arithmetic& pv);
+
 // log-sum-exp of a row: max + log(sum) (-inf where sum is 0).
 Bounded eval_lse(const Bounded& max, const Bounded& sum, const Arithmetic& a);
 

@@ -68,6 +68,16 @@ stage_math::PvTerms pv_terms(const Arithmetic& a, DType p_format, std::int64_t k
   return k;
 }
 
+stage_math::RangeTerms range_terms(const Arithmetic& pv, DType out, std::int64_t keys) {
+  stage_math::RangeTerms k;
+  k.keys = static_cast<double>(keys);
+  k.u_acc = accumulation_unit(pv);
+  k.u_operand = unit_roundoff(pv.operand);
+  k.u_out = std::max(unit_roundoff(out), unit_roundoff(pv.out));
+  k.eta_out = eta(out);
+  return k;
+}
+
 double nominal_floor(const Arithmetic& a) { return a.tensor_cores ? min_normal(a.operand) : 0.0; }
 
 double overflow_threshold(DType t) {

@@ -160,6 +160,41 @@ TEST_CASE("an additive bias of -inf masks exactly like a boolean mask", "[refere
   CHECK(rb.out.value.row(1).isZero(0));
 }
 
+// Every key of row 0 biased by float32's minimum: its scores are all about -3.4e38, each
+// bounded by about 2e31, so its probabilities may be anything in [0, 1]; whatever they are,
+// the output is a weighted mean of v's rows, which the bound of every chain keeps to.
+TEST_CASE("a row whose every key carries a huge finite bias is bounded by the range of v", "[reference]") {
+  AttentionInputs in = hand_inputs(2, 4, 2, {1, 0, 0, 1}, {1, 2, 3, 4, 0, 1, 2, 0},
+                                   {1, 0.5, 2, 0.25, 3, 2, -1, 1});
+  const double f32_min = -static_cast<double>(std::numeric_limits<float>::max());
+  in.problem.mask.dense = HostTensor(DType::f32, {1, 1, 2, 4});
+  for (std::int64_t j = 0; j < 4; ++j) in.problem.mask.dense.set(j, f32_min);  // row 0 only
+  const HeadInputs head = head_inputs(in, 0, 0);
+  const ChainArithmetic a = nominal_arithmetic(DType::f16);
+  const FullReference f = full_reference(head, a);
+  const BlockedReference b = blocked_reference(head, 0, 4, 2, a);
+  const SplitReference sp = split_reference(head, 2, 2, a);
+  const double low[2] = {-1, 0.25}, high[2] = {3, 2};
+  for (const Bounded* out : {&f.out, &b.out, &sp.out}) {
+    for (Eigen::Index c = 0; c < 2; ++c) {
+      const double o = out->value(0, c);
+      INFO("column " << c << ": " << o << " +- " << out->bound(0, c));
+      CHECK(o >= low[c]);
+      CHECK(o <= high[c]);
+      for (const MatrixR* bound : {&out->bound, &out->tight}) {
+        // Either end of the range may be right (all the weight on one key)...
+        CHECK(std::fabs(low[c] - o) <= (*bound)(0, c));
+        CHECK(std::fabs(high[c] - o) <= (*bound)(0, c));
+        // ... but not a value past the far end by more than the rounding of the weights.
+        const double past_far_end = o - low[c] > high[c] - o ? low[c] - 0.05 : high[c] + 0.05;
+        CHECK(std::fabs(past_far_end - o) > (*bound)(0, c));
+        CHECK(std::fabs(7.0 - o) > (*bound)(0, c));
+      }
+      CHECK(out->bound(1, c) < 1e-2);  // an ordinary row's bound is not the range's
+    }
+  }
+}
+
 TEST_CASE("causal masks align top-left and bottom-right when Sq != Sk", "[reference]") {
   SECTION("Sq 2, Sk 4") {
     AttentionInputs in = hand_inputs(2, 4, 1, {1, 1}, {1, 1, 1, 1}, {1, 2, 3, 4});

@@ -282,6 +282,9 @@ class CountingEvaluator final : public HeadEvaluator {
   Bounded normalize(const Bounded& x, const Bounded& l, const Arithmetic& a) const override {
     return host_->normalize(x, l, a);
   }
+  Bounded within_value_range(const Bounded& o, std::int64_t b, std::int64_t e, const Arithmetic& a) const override {
+    return host_->within_value_range(o, b, e, a);
+  }
   Bounded lse(const Bounded& m, const Bounded& l, const Arithmetic& a) const override { return host_->lse(m, l, a); }
   Bounded combine(const std::vector<Bounded>& o, const std::vector<Bounded>& l, const Arithmetic& a) const override {
     return host_->combine(o, l, a);

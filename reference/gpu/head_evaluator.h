@@ -132,6 +132,17 @@ class GpuHeadEvaluator final : public HeadEvaluator {
     return resident_on_device(std::move(out));
   }
 
+  Bounded within_value_range(const Bounded& out, std::int64_t key_begin, std::int64_t key_end,
+                             const Arithmetic& pv) const override {
+    if (key_end <= key_begin) return out;
+    const DevicePtr x = device_of(out);
+    if (x->value.cols() != v_.cols()) throw Error("reference: the output and v disagree in columns");
+    DeviceBounded capped = gpu::allocate_bounded(x->value.rows(), x->value.cols(), out.format, s_);
+    gpu::cap_to_value_range(*x, v_, key_begin, key_end - key_begin, capped,
+                            range_terms(pv, out.format, key_end - key_begin), s_);
+    return resident_on_device(std::move(capped));
+  }
+
   Bounded lse(const Bounded& max, const Bounded& sum, const Arithmetic& a) const override {
     require_rows(max, sum, "lse");
     const DevicePtr m = device_of(max), l = device_of(sum);

@@ -67,6 +67,37 @@ __global__ void column_sums_kernel(const double* v, std::int64_t cols, std::int6
   }
 }
 
+// A block a column of v's rows [0, count): its least and greatest value (2 x cols).
+__global__ void column_range_kernel(const double* v, std::int64_t cols, std::int64_t count, double* range) {
+  __shared__ double scratch[kThreads / 32];
+  const BlockTeam team{scratch};
+  const std::int64_t c = blockIdx.x;
+  double least = stage_math::infinity(), greatest = -stage_math::infinity();
+  for (std::int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+    const double x = v[r * cols + c];
+    least = stage_math::smaller(least, x);
+    greatest = stage_math::larger(greatest, x);
+  }
+  least = -team.max(-least);
+  greatest = team.max(greatest);
+  if (team.leader()) {
+    range[c] = least;
+    range[cols + c] = greatest;
+  }
+}
+
+__global__ void range_cap_kernel(const double* range, std::int64_t rows, std::int64_t cols, const double* value,
+                                 const double* bound, const double* tight, stage_math::RangeTerms terms,
+                                 BoundedOut o) {
+  FC_GRID_STRIDE(i, rows * cols) {
+    const std::int64_t c = i % cols;
+    const double cap = stage_math::range_cap(value[i], range[c], range[cols + c], terms);
+    o.value[i] = value[i];
+    o.bound[i] = stage_math::smaller(bound[i], cap);
+    o.tight[i] = stage_math::smaller(tight[i], cap);
+  }
+}
+
 __global__ void square_kernel(const double* x, std::int64_t n, double* out) {
   FC_GRID_STRIDE(i, n) out[i] = x[i] * x[i];
 }
@@ -275,6 +306,18 @@ void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, 
                                                       floor.row(t), norm.row(t));
     FC_CUDA_LAUNCH();
   }
+}
+
+void cap_to_value_range(const DeviceBounded& x, const DeviceMatrix& v, std::int64_t first, std::int64_t count,
+                        DeviceBounded& o, const stage_math::RangeTerms& terms, cudaStream_t stream) {
+  if (x.value.size() == 0) return;
+  DeviceMatrix range(2, v.cols(), stream);
+  column_range_kernel<<<static_cast<unsigned>(v.cols()), kThreads, 0, stream>>>(v.row(first), v.cols(), count,
+                                                                                range.data());
+  FC_CUDA_LAUNCH();
+  range_cap_kernel<<<element_blocks(x.value.size()), kThreads, 0, stream>>>(
+      range.data(), x.value.rows(), x.value.cols(), x.value.data(), x.bound.data(), x.tight.data(), terms, out(o));
+  FC_CUDA_LAUNCH();
 }
 
 void mask_bias(const HeadMask& mask, const DeviceMatrix* rows, std::int64_t first_row, const DeviceMatrix* dense,

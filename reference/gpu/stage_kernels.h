@@ -37,6 +37,10 @@ void widen_rows_each(const std::vector<const void*>& sources, DType t, const std
 void column_sums(const DeviceMatrix& v, std::int64_t first, std::int64_t count, std::int64_t tiles,
                  std::int64_t stride, double eta, DeviceMatrix& floor, DeviceMatrix& norm, cudaStream_t stream);
 
+// o = x with each bound capped to the range of its column of v's rows [first, first + count)
+// (stage_math::range_cap); count > 0.
+void cap_to_value_range(const DeviceBounded& x, const DeviceMatrix& v, std::int64_t first, std::int64_t count,
+                        DeviceBounded& o, const stage_math::RangeTerms& terms, cudaStream_t stream);
 // out = x^2, element by element.
 void square(const DeviceMatrix& x, DeviceMatrix& out, cudaStream_t stream);
 // into += x.

@@ -181,6 +181,8 @@ TEST_CASE("the GPU reference computes every chain and stage function as the Eige
       {{1, 2, 40, 80, 64}, "bias", "normal"},                    // additive biases with -inf
       {{2, 2, 40, 80, 64}, "bool+causal-br", "normal"},          // a boolean dense part
       {{1, 1, 40, 80, 64}, "causal+masked-bias=min", "normal"},  // finite masking bias
+      // batch 0's every key biased by float32's minimum: outputs bounded by v's range
+      {{2, 1, 40, 80, 64}, "padding=0,80+masked-bias=-3.4e38", "normal"},
       {{1, 2, 40, 80, 64}, "alibi", "uniform"},
       {{1, 1, 24, 700, 64}, "causal-br", "normal"},  // rows of 512 keys or more: a block a row
   };
