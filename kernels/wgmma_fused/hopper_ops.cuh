@@ -54,15 +54,13 @@ __device__ __forceinline__ void barrier_wait(std::uint64_t* bar, std::uint32_t p
   } while (!done);
 }
 
-// Named barrier kId (1 to 15; 0 is __syncthreads) over `threads` threads of the block: sync
+// Named barrier `id` (1 to 15; 0 is __syncthreads) over `threads` threads of the block: sync
 // waits for them all, arrive counts this warp's threads and goes on.
-template <int kId>
-__device__ __forceinline__ void named_barrier_sync(int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
-template <int kId>
-__device__ __forceinline__ void named_barrier_arrive(int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Moves registers between the warpgroups of a block: every thread of the warpgroup that runs

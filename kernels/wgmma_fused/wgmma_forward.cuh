@@ -1,15 +1,20 @@
 #pragma once
 // wgmma-fused's kernel: flash attention forward for sm_90a, with the Hopper data path.
 //
-// A block owns 128 query rows of one (batch, head) and three warpgroups:
+// A block owns kWgmmaRows<D> query rows of one (batch, head) (192 at D 64, 128 at D 128) and
+// a warpgroup more than it has consumers:
 //   producer   one thread issues TMA loads: Q once, then each key tile's K and V into a ring
 //              of kStages slots, each slot with a "full" mbarrier (the TMA bytes landed) and
 //              an "empty" one (every consumer warp is done with it);
-//   consumers  two warpgroups of 64 rows each: S = Q K^T by wgmma from shared memory, the
-//              online softmax in registers, O += P V by wgmma with P from registers. A
-//              warpgroup issues the last tile's P V with this tile's Q K^T, then runs this
-//              tile's softmax; the two take the tensor cores in turn (named barriers), so
-//              one's GEMMs run while the other's softmax does (FlashAttention-3's ping-pong).
+//   consumers  kWgmmaConsumers<D> warpgroups of 64 rows each: S = Q K^T by wgmma from shared
+//              memory, the online softmax in registers, O += P V by wgmma with P from
+//              registers. A warpgroup issues the last tile's P V with this tile's Q K^T, then
+//              runs this tile's softmax; the warpgroups take the tensor cores in turn (named
+//              barriers, round robin), so that one's GEMMs run while the others' softmax does
+//              (FlashAttention-3's ping-pong).
+// Three consumers at D 64 rather than two: with two, 41% of the cycles had no eligible warp
+// (ncu, H100, 2026-11-27); a third warpgroup's softmax fills them, and each K and V tile
+// loaded serves 192 rows instead of 128.
 // Tiles of kWgmmaKeys (128) keys: S = Q K^T is one m64n128 GEMM a k16 step. The fragments of a
 // wgmma accumulator are per warp those of mma.sync m16n8, so the masking, online softmax,
 // trace writes and epilogue are wmma-fused's own functions (kernels/wmma_fused/
@@ -34,7 +39,7 @@ template <int D>
 struct SharedLayout {
   static constexpr int kKeys = kWgmmaKeys;
   static constexpr int kPanels = D / kPanelColumns;
-  static constexpr int kQPanel = kFlashRows * kPanelColumns * 2;     // bytes of one Q panel
+  static constexpr int kQPanel = kWgmmaRows<D> * kPanelColumns * 2;  // bytes of one Q panel
   static constexpr int kTilePanel = kKeys * kPanelColumns * 2;  // of one K or V panel
   static constexpr int kTileBytes = kPanels * kTilePanel;            // one K or V slot
   static constexpr int kQ = 0;
@@ -48,13 +53,13 @@ struct SharedLayout {
 }  // namespace wgmma_detail
 
 template <int D, class T, bool kTrace, PipelineFault kFault>
-__global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const FlashParams p,
-                                                                         const __grid_constant__ WgmmaMaps maps) {
+__global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(const FlashParams p,
+                                                                            const __grid_constant__ WgmmaMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace flash_detail;
   using namespace hopper;
   using Layout = wgmma_detail::SharedLayout<D>;
-  constexpr int kKeys = kWgmmaKeys;
+  constexpr int kKeys = kWgmmaKeys, kRows = kWgmmaRows<D>, kGroups = kWgmmaConsumers<D>;
   constexpr int kStages = wgmma_detail::kStages, kPanel = wgmma_detail::kPanelColumns;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
@@ -67,13 +72,15 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   std::uint64_t* v_full = k_full + kStages;
   std::uint64_t* k_empty = v_full + kStages;
   std::uint64_t* v_empty = k_empty + kStages;
-  constexpr int kConsumerWarps = 8;
+  constexpr int kConsumerWarps = 4 * kGroups;
   // Attended tile i's K and V sit in slot i % kStages of the ring, on that slot's use number
   // i / kStages: the parity of the phase its full barriers complete.
   const auto slot_of = [](int i) { return i % kStages; };
   const auto phase_of = [](int i) { return static_cast<std::uint32_t>(i / kStages) & 1; };
 
-  const int q0 = blockIdx.x * kFlashRows, bh = blockIdx.y;
+  // A head's blocks in reverse order: under a causal mask the last rows attend the most keys,
+  // and the longest blocks first leave the shortest for the last wave.
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * kRows, bh = blockIdx.y;
   const int b = bh / p.heads, h = bh % p.heads;
   const int kv_head = h / (p.heads / p.kv_heads);  // GQA
   // This sequence's lengths (varlen: its own; its rows past q_len do not exist).
@@ -81,14 +88,14 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   const int kv_len = p.mask.kv_lens ? p.mask.kv_lens[b] : p.kv_len;
   if (q0 >= q_len) return;  // the whole block, before any barrier
   if constexpr (kTrace) {
-    if (!block_traced(p, q0)) return;  // outside the trace's window of rows
+    if (!block_traced<kRows>(p, q0)) return;  // outside the trace's window of rows
   }
   // Where a row's box starts: padded maps are [B*H][S][D], packed ones [rows][H][D] with the
   // sequence at its cu_seqlens offset (wgmma_launch.cpp).
   const bool packed = p.q_offsets != nullptr;
   const long long diagonal = mask_diagonal(p.mask, b);
   const int range_tiles = (kv_len + kKeys - 1) / kKeys;
-  const KeySpan span = attended_keys(p, b, q0, q_len, diagonal, 0, kv_len);
+  const KeySpan span = attended_keys<kRows>(p, b, q0, q_len, diagonal, 0, kv_len);
   const int first_tile = span.begin > 0 ? span.begin / kKeys : 0;
   const int end_tile = span.end > span.begin ? (span.end + kKeys - 1) / kKeys : 0;
 
@@ -105,18 +112,21 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   __syncthreads();
 
   // A consumer thread holds a tile's scores and the last p~ (96 registers with 128 keys) beside
-  // the accumulator: more than 384 threads get evenly (168; D 128 spilled there even with 64
-  // keys), so the producer gives most of its own to the consumers.
+  // the accumulator: more than an even share (168 of 384 threads; D 128 spilled there even with
+  // 64 keys, two consumers), so the producer gives most of its own to the consumers: 232 each
+  // of two, 160 each of three (the register file's 64K, less the producer's 32 a thread).
+  constexpr int kProducerRegisters = kGroups == 2 ? 40 : 32, kConsumerRegisters = kGroups == 2 ? 232 : 160;
+  static_assert(128 * (kProducerRegisters + kGroups * kConsumerRegisters) <= 65536, "over the register file");
   if (threadIdx.x < 128) {  // the producer warpgroup: one thread issues every load
-    registers_decrease<40>();
+    registers_decrease<kProducerRegisters>();
     if (threadIdx.x != 0) return;
     tma_prefetch_descriptor(&maps.q);
     tma_prefetch_descriptor(&maps.k);
     tma_prefetch_descriptor(&maps.v);
     barrier_arrive_expect(q_full, Layout::kPanels * Layout::kQPanel);
     for (int panel = 0; panel < Layout::kPanels; ++panel) {
-      if (packed) tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, h, p.q_offsets[b] + q0, q_full);
-      else tma_load_3d(sQ + panel * kFlashRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
+      if (packed) tma_load_3d(sQ + panel * kRows * kPanel, &maps.q, panel * kPanel, h, p.q_offsets[b] + q0, q_full);
+      else tma_load_3d(sQ + panel * kRows * kPanel, &maps.q, panel * kPanel, q0, bh, q_full);
     }
     // Keys [j0, j0 + kKeys) of K or V into a slot: one box a panel, padded or packed; from a
     // paged cache one a panel and block the tile spans (blocks of 8 keys or more: whole
@@ -166,7 +176,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     return;
   }
 
-  registers_increase<232>();
+  registers_increase<kConsumerRegisters>();
   const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int group = warp / 4;  // the consumer warpgroup: rows [64 group, 64 group + 64) of the block
   const int row_of[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
@@ -202,16 +212,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   float s[kKeys / 8][4];
   unsigned a[kKeys / 16][4];  // the last softmax's p~, as A fragments
 
-  // The two consumer warpgroups take the tensor cores in turn (named barriers 1 and 2): one
-  // issues its GEMMs while the other runs its softmax.
-  auto take_turn = [&] {
-    if (group == 0) named_barrier_sync<1>(256);
-    else named_barrier_sync<2>(256);
-  };
-  auto pass_turn = [&] {
-    if (group == 0) named_barrier_arrive<2>(256);
-    else named_barrier_arrive<1>(256);
-  };
+  // The consumer warpgroups take the tensor cores in turn: warpgroup g at named barrier 1 + g,
+  // which the one before it (the last, before warpgroup 0) arrives at when it passes them on.
+  // One issues its GEMMs while the others run their softmax.
+  auto take_turn = [&] { named_barrier_sync(1 + group, 256); };
+  auto pass_turn = [&] { named_barrier_arrive(1 + (group + 1) % kGroups, 256); };
   // Attended tile i's K slot waited for, S = Q K^T issued into s: D / 16 steps of k16, each
   // within one panel at 32 bytes a step.
   auto issue_scores = [&](int i) {
@@ -255,7 +260,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     if (lane == 0) barrier_arrive(empty);
   };
   auto softmax = [&](int tile) {
-    scale_and_mask(s, p, b, h, row_of, q0, q_len, diagonal, tile * kKeys, kv_len, t);
+    scale_and_mask<64>(s, p, b, h, row_of, q0 + 64 * group, q_len, diagonal, tile * kKeys, kv_len, t);
     if constexpr (kTrace) tile_trace(tile).scores(s, true);
     online_softmax_tile<D>(s, row_max, row_sum, o);
     if constexpr (kTrace) tile_trace(tile).p_tilde(s, true);
@@ -271,11 +276,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
   for (int tile = 0; tile < min(first_tile, range_tiles); ++tile) trace_skipped(tile);
   if (first_tile < end_tile) {
     const int tiles = end_tile - first_tile;
-    if (group == 1) named_barrier_arrive<1>(256);  // warpgroup 0 goes first
-    // The first tile's Q K^T alone; then each pass the last tile's P V with this tile's
-    // Q K^T; then the last P V alone.
+    if (group == kGroups - 1) pass_turn();  // warpgroup 0 goes first
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    // The first tile's Q K^T alone; then each pass the last tile's P V with this tile's
+    // Q K^T; then the last P V alone.
     take_turn();
     before_issue();
     issue_scores(0);
@@ -305,7 +310,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) wgmma_forward_kernel(const F
     before_issue();
     issue_values(tiles - 1);
     wgmma_commit();
-    if (group == 0) pass_turn();  // warpgroup 1 has one turn left, warpgroup 0 none
+    // Every turn taken is one passed on, but for the last warpgroup's last turn: warpgroup 0
+    // takes no more.
+    if (group != kGroups - 1) pass_turn();
     wgmma_wait<0>();
     after_wait();
     release(&v_empty[slot_of(tiles - 1)]);

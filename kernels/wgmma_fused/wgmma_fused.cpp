@@ -1,6 +1,6 @@
 // wgmma-fused: flash attention for Hopper (sm_90a): TMA loads into 128-byte-swizzled shared
-// memory, wgmma for Q K^T and P V, a producer warpgroup and two consumer warpgroups handing
-// tiles over through mbarriers (kernels/wgmma_fused/wgmma_forward.cuh). The algorithm, stage
+// memory, wgmma for Q K^T and P V, a producer warpgroup and three (D 64) or two (D 128)
+// consumer warpgroups handing tiles over through mbarriers (kernels/wgmma_fused/wgmma_forward.cuh). The algorithm, stage
 // graph and trace buffers are wmma-fused's with tiles of 128 keys (kWgmmaKeys) where it has
 // 64, both judged against the blocked reference of their tile width, tile by tile.
 #include "kernels/wgmma_fused/wgmma_fused.h"
@@ -17,9 +17,9 @@ class WgmmaFused final : public FlashImplementation {
  public:
   std::string name() const override { return "wgmma-fused"; }
   std::string summary() const override {
-    return "GPU sm_90a, fused flash attention: TMA, wgmma, a producer and two consumer warpgroups synchronized by "
-           "mbarriers, 128 rows x 128 keys a tile, online softmax in registers, lse; padded or packed varlen inputs, "
-           "the paged KV cache (blocks of 8 keys or more); D 64 and 128";
+    return "GPU sm_90a, fused flash attention: TMA, wgmma, a producer and three (D 64) or two (D 128) consumer "
+           "warpgroups synchronized by mbarriers, 192 or 128 rows x 128 keys a tile, online softmax in registers, lse; "
+           "padded or packed varlen inputs, the paged KV cache (blocks of 8 keys or more); D 64 and 128";
   }
   std::vector<std::string> faults() const override {
     return {"missing-mbarrier-wait", "mbarrier-wrong-phase", "production-epilogue-scale"};
@@ -47,6 +47,7 @@ class WgmmaFused final : public FlashImplementation {
 
  protected:
   int key_tile(const Problem&) const override { return kWgmmaKeys; }
+  int query_tile(const Problem& p) const override { return wgmma_rows(p.shape.head_dim); }
 };
 
 }  // namespace

@@ -17,8 +17,9 @@ void launch_variant(const FlashParams& p, const WgmmaMaps& maps, cudaStream_t st
     return true;
   }();
   (void)configured;
-  const dim3 grid((p.q_len + kFlashRows - 1) / kFlashRows, p.batch * p.heads);
-  kernel<<<grid, kWgmmaThreads, kSmem, stream>>>(p, maps);
+  constexpr int kRows = kWgmmaRows<D>;
+  const dim3 grid((p.q_len + kRows - 1) / kRows, p.batch * p.heads);
+  kernel<<<grid, kWgmmaThreads<D>, kSmem, stream>>>(p, maps);
   FC_CUDA_LAUNCH();
 }
 

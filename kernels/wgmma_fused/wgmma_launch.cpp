@@ -100,10 +100,11 @@ void launch_wgmma_forward(const FlashParams& p, int head_dim, DType dtype, Wgmma
   using namespace wgmma_detail;
   WgmmaMaps maps;
   const std::int64_t d = head_dim, bh = std::int64_t{p.batch} * p.heads, bh_kv = std::int64_t{p.batch} * p.kv_heads;
+  const int block_rows = wgmma_rows(head_dim);
   if (p.q_offsets) {  // packed [rows][H][D]: boxes of one head's rows
-    maps.q = tile_map(p.q, dtype, {d, p.heads, extents.q_rows}, {64, 1, kFlashRows});
+    maps.q = tile_map(p.q, dtype, {d, p.heads, extents.q_rows}, {64, 1, block_rows});
   } else {  // padded [B*H][S][D]
-    maps.q = tile_map(p.q, dtype, {d, p.q_len, bh}, {64, kFlashRows, 1});
+    maps.q = tile_map(p.q, dtype, {d, p.q_len, bh}, {64, block_rows, 1});
   }
   if (p.block_table) {  // the paged cache [blocks][block size][Hkv][D]: boxes of one block's keys
     const std::int64_t block_keys = std::int64_t{1} << p.block_size_log2;

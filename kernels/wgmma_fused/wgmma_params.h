@@ -7,7 +7,18 @@
 
 namespace fc {
 
-inline constexpr int kWgmmaThreads = 384;  // a producer warpgroup and two consumer warpgroups
+// Consumer warpgroups a block, 64 query rows each, beside the producer warpgroup: three at
+// D 64, two at D 128 (a consumer thread's accumulator is twice as large there, and three would
+// leave it 160 registers). Against two at D 64: see kernels/wgmma_fused/wgmma_forward.cuh.
+template <int D>
+inline constexpr int kWgmmaConsumers = D == 64 ? 3 : 2;
+template <int D>
+inline constexpr int kWgmmaRows = 64 * kWgmmaConsumers<D>;  // a block's query rows
+template <int D>
+inline constexpr int kWgmmaThreads = 128 * (kWgmmaConsumers<D> + 1);
+// A block's query rows at a head dim known at run time (64 or 128): the rows of Q's TMA box
+// and of the stage graph's query tile.
+inline int wgmma_rows(long long head_dim) { return head_dim == 64 ? kWgmmaRows<64> : kWgmmaRows<128>; }
 // Keys a tile, at both head dims: the width of its blocked stage graph. Against tiles of 64
 // (H100, 2026-11-27, bench in one run): 286.5 -> 346.5 TFLOP/s at B16 H16 S4096 D64, 492.9 ->
 // 576.4 causal, 442.6 -> 532.6 at B4 H16 S4096 D128, 733.6 -> 894.0 causal. A third K/V slot

@@ -67,14 +67,15 @@ __device__ __forceinline__ void load_tile_async(T* tile, const RowSource<T>& src
   }
 }
 
-// The keys [begin, end) of a split that some row of the block attends (causality, padding,
-// the window); begin >= end when none.
+// The keys [begin, end) of a split that some row of the block's kRows from q0 attends
+// (causality, padding, the window); begin >= end when none.
 struct KeySpan {
   int begin, end;
 };
+template <int kRows = kFlashRows>
 __device__ __forceinline__ KeySpan attended_keys(const FlashParams& p, int b, int q0, int q_len, long long diagonal,
                                                  int range_begin, int range_end) {
-  const int last_row = min(q0 + kFlashRows, q_len) - 1;
+  const int last_row = min(q0 + kRows, q_len) - 1;
   long long begin = range_begin, end = range_end;
   if (p.mask.causal == 1) end = min(end, static_cast<long long>(last_row) + 1);
   if (p.mask.causal == 2) end = min(end, last_row + 1 + diagonal);
@@ -84,11 +85,12 @@ __device__ __forceinline__ KeySpan attended_keys(const FlashParams& p, int b, in
   return {static_cast<int>(begin), static_cast<int>(max(begin, end))};
 }
 
-// Does any element of the tile of kKeys keys from j0 need the per-element mask?
-template <int kKeys>
+// Does any element of the tile of kKeys keys from j0 need the per-element mask, for the kRows
+// rows from q0?
+template <int kKeys, int kRows>
 __device__ __forceinline__ bool tile_needs_mask(const FlashParams& p, int q0, int q_len, long long diagonal, int j0) {
   if (p.mask.dense || p.mask.key_lengths) return true;
-  const int last_key = j0 + kKeys - 1, last_row = min(q0 + kFlashRows, q_len) - 1;
+  const int last_key = j0 + kKeys - 1, last_row = min(q0 + kRows, q_len) - 1;
   if (p.mask.causal == 1 && last_key > q0) return true;
   if (p.mask.causal == 2 && last_key > q0 + diagonal) return true;
   if (p.mask.window_right >= 0 && last_key > q0 + diagonal + p.mask.window_right) return true;
@@ -122,9 +124,10 @@ __device__ __forceinline__ int traced_rows(const FlashParams& p) {
 __device__ __forceinline__ bool traced_row(const FlashParams& p, int row) {
   return p.trace.row_count == 0 || (row >= p.trace.row_first && row < p.trace.row_first + p.trace.row_count);
 }
-// Whether any of the block's rows [q0, q0 + kFlashRows) is in the window.
+// Whether any of the block's rows [q0, q0 + kRows) is in the window.
+template <int kRows = kFlashRows>
 __device__ __forceinline__ bool block_traced(const FlashParams& p, int q0) {
-  return p.trace.row_count == 0 || (q0 + kFlashRows > p.trace.row_first && q0 < p.trace.row_first + p.trace.row_count);
+  return p.trace.row_count == 0 || (q0 + kRows > p.trace.row_first && q0 < p.trace.row_first + p.trace.row_count);
 }
 
 // Writes what one block holds after one tile of kKeys keys into the trace buffers (kTrace
@@ -182,9 +185,10 @@ struct TileTrace {
 };
 
 // Scales one tile of scores into base 2 (soft-capped when asked) and masks it, for the thread's
-// rows row_of[0] and row_of[1] (t: its lane in the quad that shares them); the tile is kN
-// fragments of 8 keys.
-template <int kN>
+// rows row_of[0] and row_of[1] (t: its lane in the quad that shares them), among the kRows
+// rows from q0 that decide together whether the tile needs the per-element mask; the tile is
+// kN fragments of 8 keys.
+template <int kRows = kFlashRows, int kN>
 __device__ __forceinline__ void scale_and_mask(float (&s)[kN][4], const FlashParams& p, int b, int h,
                                                const int (&row_of)[2], int q0, int q_len, long long diagonal,
                                                int j0, int range_end, int t) {
@@ -199,7 +203,7 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kN][4], const FlashPar
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] *= p.scale_log2;
   }
-  if (p.has_mask && tile_needs_mask<kN * 8>(p, q0, q_len, diagonal, j0)) {
+  if (p.has_mask && tile_needs_mask<kN * 8, kRows>(p, q0, q_len, diagonal, j0)) {
     // The keys each of the thread's two rows attends, [first, last], and the dense mask.
     int first[2], last[2];
 #pragma unroll
@@ -221,6 +225,10 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kN][4], const FlashPar
           s[nt][e] += dense_bias(p.mask, b, h, row_of[r], col) * kLog2e;
         }
       }
+      // The dense mask's loads a fragment at a time: hoisted all together (as the compiler
+      // does), their registers beside the scores and the accumulator spilled wgmma-fused's
+      // consumers at 160 registers (ptxas, sm_90a: 204 bytes; none with this).
+      asm volatile("" ::: "memory");
     }
   } else if (j0 + kN * 8 > range_end) {  // only the tile that holds the range's end masks keys
 #pragma unroll

@@ -5,9 +5,9 @@
 
 namespace fc {
 
-StageGraph FlashOutputs::stage_graph(const Problem& p, int keys) {
+StageGraph FlashOutputs::stage_graph(const Problem& p, int keys, int rows) {
   StageGraph g = fused_stage_graph(p, blocked_layout(p.shape, keys), DType::f32, p.dtype, kFlashLogScale, true, true);
-  g.query_tile = kFlashRows;
+  g.query_tile = rows;
   return g;
 }
 
@@ -15,13 +15,14 @@ std::size_t FlashOutputs::trace_bytes(const Problem& p, int keys) {
   return FusedTraceBuffers::bytes(p, blocked_layout(p.shape, keys));
 }
 
-void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced, int tile_keys) {
+void FlashOutputs::prepare(const Problem& p, Workspace& ws, bool traced, int tile_keys, int block_rows) {
   const Shape& s = p.shape;
   keys = tile_keys;
+  rows = block_rows;
   held = traced ? window : RowWindow{};
-  const std::int64_t rows = s.batch * s.heads * held.held(s.q_len);
-  out = &ws.allocate("output", p.dtype, rows * s.head_dim);
-  lse = &ws.allocate("lse", DType::f32, rows);
+  const std::int64_t rows_held = s.batch * s.heads * held.held(s.q_len);
+  out = &ws.allocate("output", p.dtype, rows_held * s.head_dim);
+  lse = &ws.allocate("lse", DType::f32, rows_held);
   trace = traced ? FusedTraceBuffers::allocate(ws, p, blocked_layout(s, keys), held) : FusedTraceBuffers{};
 }
 
@@ -38,7 +39,7 @@ void FlashOutputs::bind(FlashParams& params, const Problem& problem, bool traced
 }
 
 void FlashOutputs::capture(Tap& tap, const Problem& p) const {
-  capture_fused(tap, stage_graph(p, keys), p.shape, blocked_layout(p.shape, keys), trace, {out, nullptr, nullptr, lse},
+  capture_fused(tap, stage_graph(p, keys, rows), p.shape, blocked_layout(p.shape, keys), trace, {out, nullptr, nullptr, lse},
                 held);
 }
 

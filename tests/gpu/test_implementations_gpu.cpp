@@ -169,10 +169,10 @@ TEST_CASE("a fused kernel judged in windows of rows gets the whole trace's resul
         if (!fault.empty()) impl->inject(fault);
         JudgeOptions whole, windows;
         whole.rows = windows.rows = parse_rows(rows);
-        windows.window_rows = 256;  // rows 0-255, 256-511, 512-699
+        windows.window_rows = 384;  // rows 0-383, 384-699: whole blocks of 128 (wmma-fused) or 192 rows
         const CaseResult a = judge_on_gpu(*impl, spec, whole), w = judge_on_gpu(*impl, spec, windows);
         INFO(outcome(a) << " / " << outcome(w));
-        CHECK(w.coverage.find("traced in windows of 256") != std::string::npos);
+        CHECK(w.coverage.find("traced in windows of 384") != std::string::npos);
         CHECK(a.verdict == (fault.empty() ? Verdict::pass : Verdict::diverged));
         CHECK(w.verdict == a.verdict);
         CHECK(same_divergence(a.divergence, w.divergence, true));
