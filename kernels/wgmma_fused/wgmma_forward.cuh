@@ -178,7 +178,9 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
 
   registers_increase<kConsumerRegisters>();
   const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int group = warp / 4;  // the consumer warpgroup: rows [64 group, 64 group + 64) of the block
+  // The consumer warpgroup: rows [64 group, 64 group + 64) of the block. Broadcast, so that the
+  // compiler knows it uniform: wgmma issued under a branch it cannot prove uniform is serialized.
+  const int group = __shfl_sync(0xffffffffu, warp / 4, 0);
   const int row_of[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
   float o[D / 8][4];
 #pragma unroll
@@ -276,47 +278,81 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
   for (int tile = 0; tile < min(first_tile, range_tiles); ++tile) trace_skipped(tile);
   if (first_tile < end_tile) {
     const int tiles = end_tile - first_tile;
-    if (group == kGroups - 1) pass_turn();  // warpgroup 0 goes first
-#pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-    // The first tile's Q K^T alone; then each pass the last tile's P V with this tile's
-    // Q K^T; then the last P V alone.
-    take_turn();
-    before_issue();
-    issue_scores(0);
-    wgmma_commit();
-    pass_turn();
-    wgmma_wait<0>();
-    after_wait();
-    release(&k_empty[0]);
-    softmax(first_tile);
-    for (int i = 1; i < tiles; ++i) {
+    // The tiles this warpgroup's own 64 rows attend, [lead, lead + mine) of the block's: the
+    // others (the last ones of a causal block, for its first rows) are passed over, their GEMMs
+    // and softmax not issued, though the warpgroup still takes a turn for each and releases
+    // their slots once loaded, in order.
+    const KeySpan own = attended_keys<64>(p, b, q0 + 64 * group, q_len, diagonal, 0, kv_len);
+    const int own_first = own.end > own.begin ? own.begin / kKeys : end_tile;
+    const int own_end = own.end > own.begin ? (own.end + kKeys - 1) / kKeys : end_tile;
+    const int lead = min(max(own_first - first_tile, 0), tiles);
+    const int mine = max(min(own_end - first_tile, tiles) - lead, 0);
+    // Every warpgroup takes tiles + 1 turns and passes each on, but for the last warpgroup's
+    // last: warpgroup 0 takes no more.
+    int turns = tiles + 1;
+    const auto take = [&] {
       take_turn();
-      barrier_wait(&v_full[slot_of(i - 1)], phase_of(i - 1));
+      --turns;
+    };
+    const auto pass = [&] {
+      if (turns > 0 || group != kGroups - 1) pass_turn();
+    };
+    const auto pass_over = [&](int i) {
+      take();
+      barrier_wait(&k_full[slot_of(i)], phase_of(i));
+      barrier_wait(&v_full[slot_of(i)], phase_of(i));
+      pass();
+      release(&k_empty[slot_of(i)]);
+      release(&v_empty[slot_of(i)]);
+      trace_skipped(first_tile + i);
+    };
+    if (group == kGroups - 1) pass_turn();  // warpgroup 0 goes first
+    for (int i = 0; i < lead; ++i) pass_over(i);
+    if (mine > 0) {
+      const int last = lead + mine - 1;
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+      // The first tile's Q K^T alone; then each pass the last tile's P V with this tile's
+      // Q K^T; then the last P V alone.
+      take();
       before_issue();
-      issue_values(i - 1);
-      issue_scores(i);
+      issue_scores(lead);
       wgmma_commit();
-      pass_turn();
+      pass();
       wgmma_wait<0>();
       after_wait();
-      release(&v_empty[slot_of(i - 1)]);
-      release(&k_empty[slot_of(i)]);
-      trace_state(first_tile + i - 1);
-      softmax(first_tile + i);
+      release(&k_empty[slot_of(lead)]);
+      softmax(first_tile + lead);
+      for (int i = lead + 1; i <= last; ++i) {
+        take();
+        barrier_wait(&v_full[slot_of(i - 1)], phase_of(i - 1));
+        before_issue();
+        issue_values(i - 1);
+        issue_scores(i);
+        wgmma_commit();
+        pass();
+        wgmma_wait<0>();
+        after_wait();
+        release(&v_empty[slot_of(i - 1)]);
+        release(&k_empty[slot_of(i)]);
+        trace_state(first_tile + i - 1);
+        softmax(first_tile + i);
+      }
+      take();
+      barrier_wait(&v_full[slot_of(last)], phase_of(last));
+      before_issue();
+      issue_values(last);
+      wgmma_commit();
+      pass();
+      wgmma_wait<0>();
+      after_wait();
+      release(&v_empty[slot_of(last)]);
+      trace_state(first_tile + last);
+    } else {
+      take();  // the turn of the last P V
+      pass();
     }
-    take_turn();
-    barrier_wait(&v_full[slot_of(tiles - 1)], phase_of(tiles - 1));
-    before_issue();
-    issue_values(tiles - 1);
-    wgmma_commit();
-    // Every turn taken is one passed on, but for the last warpgroup's last turn: warpgroup 0
-    // takes no more.
-    if (group != kGroups - 1) pass_turn();
-    wgmma_wait<0>();
-    after_wait();
-    release(&v_empty[slot_of(tiles - 1)]);
-    trace_state(end_tile - 1);
+    for (int i = lead + mine; i < tiles; ++i) pass_over(i);
   }
   for (int tile = max(end_tile, first_tile); tile < range_tiles; ++tile) trace_skipped(tile);
 
