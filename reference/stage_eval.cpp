@@ -228,7 +228,14 @@ Bounded eval_within_value_range(const Bounded& out, const MatrixR& v_rows, const
   if (v_rows.rows() == 0 || out.bound.size() == 0) return out;
   if (out.value.cols() != v_rows.cols()) throw Error("reference: the output and v disagree in columns");
   const stage_math::RangeTerms terms = range_terms(pv, out.format, v_rows.rows());
-  const Eigen::RowVectorXd low = v_rows.colwise().minCoeff(), high = v_rows.colwise().maxCoeff();
+  // Each column's range, a NaN passed over as the GPU's reduction does (stage_kernels.cu).
+  Eigen::RowVectorXd low = Eigen::RowVectorXd::Constant(v_rows.cols(), kInf), high = -low;
+  for (Eigen::Index j = 0; j < v_rows.rows(); ++j) {
+    for (Eigen::Index c = 0; c < v_rows.cols(); ++c) {
+      low(c) = stage_math::smaller(low(c), v_rows(j, c));
+      high(c) = stage_math::larger(high(c), v_rows(j, c));
+    }
+  }
   Bounded capped = out;
   for (Eigen::Index r = 0; r < out.value.rows(); ++r) {
     for (Eigen::Index c = 0; c < out.value.cols(); ++c) {
