@@ -666,24 +666,33 @@ FC_HOST_DEVICE void normalize_row(const Team& team, std::int64_t cols, RowIn acc
 }
 
 // ---- the range of an attention output. A kernel's output is sum_j w_j v_j, weights w_j >= 0
-// summing to 1 up to their rounding (p rounded to the operand format, the accumulation, the
-// division by the sum, a split's rounded partial and the output's own rounding): whatever
-// errors its probabilities carry, each element lies within its column's [min v, max v] over
-// the keys summed, widened by that rounding of max |v|. An end-to-end bound reaching past the
-// far end of that range is capped there (docs/error-model.md, "The range of the output"):
-// without the cap, a row whose scores are all huge and alike (every key biased by float32's
-// minimum) had a bound of about sum |v|, wide enough to pass any value.
+// summing to 1 up to their rounding: p rounded to the operand format (relative u_op and an
+// absolute floor a weight), the accumulations of P.V and of the row sum (n roundings each),
+// the rescales of both by each tile's factor, the division by the sum, a split's rounded
+// partial and the output's own rounding, with products below the accumulation's floor
+// flushed. Whatever errors its probabilities carry, each element lies within its column's
+// [min v, max v] over the keys summed, widened by that rounding of max |v| (4n + 4 roundings of
+// the accumulation bound the 2n of the two sums and the 2T of the rescales, T <= n tiles). An
+// end-to-end bound reaching past the far end of that range is capped there (docs/error-model.md,
+// "Finite masking biases"): without the cap, a row whose scores are all huge and alike (every
+// key biased by float32's minimum) had a bound of about sum |v|, wide enough to pass any value.
+// A combine whose weights do not sum to 1 (FlashAttention-2 scales each partial by
+// exp(lse_t - lse) without dividing by their sum) fails there: its weights sum to the split
+// count when every lse rounds to the same huge value.
 struct RangeTerms {
-  double keys = 0;       // the keys summed
-  double u_acc = 0;      // of one accumulation step
-  double u_operand = 0;  // rounding p to the P.V operand
-  double u_out = 0;      // of the output, and of a split's partial output
+  double keys = 0;         // n, the keys summed
+  double u_acc = 0;        // of one accumulation step
+  double u_operand = 0;    // rounding p to the P.V operand
+  double eta_operand = 0;  // that rounding's absolute floor
+  double underflow = 0;    // n accumulation floors
+  double u_out = 0;        // of the output, and of a split's partial output
   double eta_out = 0;
 };
 
 FC_HOST_DEVICE inline double range_cap(double o, double v_min, double v_max, const RangeTerms& k) {
   const double widest = larger(std::fabs(v_min), std::fabs(v_max));
-  const double rounding = (k.u_operand + (k.keys + 4) * k.u_acc + 2 * k.u_out) * widest + kAccEta;
+  const double relative = k.u_operand + (4 * k.keys + 4) * k.u_acc + 2 * k.u_out;
+  const double rounding = (relative + k.keys * k.eta_operand) * widest + k.underflow + kAccEta;
   return larger(o - v_min, v_max - o) + kSafetyFactor * rounding + k.eta_out;
 }
 

@@ -73,6 +73,8 @@ stage_math::RangeTerms range_terms(const Arithmetic& pv, DType out, std::int64_t
   k.keys = static_cast<double>(keys);
   k.u_acc = accumulation_unit(pv);
   k.u_operand = unit_roundoff(pv.operand);
+  k.eta_operand = eta(pv.operand);
+  k.underflow = k.keys * accumulation_floor(pv);
   k.u_out = std::max(unit_roundoff(out), unit_roundoff(pv.out));
   k.eta_out = eta(out);
   return k;
