@@ -191,7 +191,8 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
     const int j0 = tile * kKeys, pitch = min(kKeys, p.kv_len - j0), cols = min(kKeys, kv_len - j0);
     return TileTrace<D, kKeys>{p, static_cast<size_t>(tile), rows_total, bh, t, pitch, cols, {row_of[0], row_of[1]}};
   };
-  // A tile every key of which is masked for every row of the block: the state unchanged.
+  // A tile every key of which is masked for the thread's rows (for the block's, or for its
+  // warpgroup's, passed over): the state unchanged.
   auto trace_skipped = [&](int tile) {
     if constexpr (kTrace) {
       const float none[kKeys / 8][4] = {};
@@ -282,9 +283,11 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
     // others (the last ones of a causal block, for its first rows) are passed over, their GEMMs
     // and softmax not issued, though the warpgroup still takes a turn for each and releases
     // their slots once loaded, in order.
+    // (A warpgroup whose rows are all past the sequence attends nothing.)
     const KeySpan own = attended_keys<64>(p, b, q0 + 64 * group, q_len, diagonal, 0, kv_len);
-    const int own_first = own.end > own.begin ? own.begin / kKeys : end_tile;
-    const int own_end = own.end > own.begin ? (own.end + kKeys - 1) / kKeys : end_tile;
+    const bool attends = q0 + 64 * group < q_len && own.end > own.begin;
+    const int own_first = attends ? own.begin / kKeys : end_tile;
+    const int own_end = attends ? (own.end + kKeys - 1) / kKeys : end_tile;
     const int lead = min(max(own_first - first_tile, 0), tiles);
     const int mine = max(min(own_end - first_tile, tiles) - lead, 0);
     // Every warpgroup takes tiles + 1 turns and passes each on, but for the last warpgroup's
@@ -298,9 +301,9 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
       if (turns > 0 || group != kGroups - 1) pass_turn();
     };
     const auto pass_over = [&](int i) {
-      take();
-      barrier_wait(&k_full[slot_of(i)], phase_of(i));
+      barrier_wait(&k_full[slot_of(i)], phase_of(i));  // before the turn: the others' GEMMs go on
       barrier_wait(&v_full[slot_of(i)], phase_of(i));
+      take();
       pass();
       release(&k_empty[slot_of(i)]);
       release(&v_empty[slot_of(i)]);
