@@ -254,6 +254,37 @@ TEST_CASE("an output alone that is another problem's attention is named: scale, 
   }
 }
 
+TEST_CASE("an output alone without its softcap, with ALiBi's sign flipped or with V read transposed is named",
+          "[check]") {
+  std::string evidence;
+  {  // The softcap ignored.
+    const AttentionInputs in = inputs_of({1, 2, 32, 48, 64}, "softcap=1");
+    AttentionInputs uncapped = in;
+    uncapped.problem.softcap = 0;
+    CHECK(cause_of_output_from(in, uncapped, &evidence) == "mask-mismatch");
+    CHECK(evidence.find("without the softcap") != std::string::npos);
+  }
+  {  // ALiBi's bias added with the wrong sign.
+    const AttentionInputs in = inputs_of({1, 2, 32, 48, 64}, "alibi");
+    AttentionInputs flipped = in;
+    for (double& slope : flipped.problem.mask.alibi_slopes) slope = -slope;
+    CHECK(cause_of_output_from(in, flipped, &evidence) == "mask-mismatch");
+    CHECK(evidence.find("ALiBi's sign flipped") != std::string::npos);
+  }
+  {  // V's [keys][D] elements read as [D][keys], every head.
+    const AttentionInputs in = inputs_of({1, 2, 32, 48, 64}, "none");
+    AttentionInputs transposed = in;
+    const std::int64_t keys = 48, d = 64;
+    for (std::int64_t h = 0; h < 2; ++h) {
+      for (std::int64_t i = 0; i < keys * d; ++i) {
+        transposed.v.set(h * keys * d + (i % keys) * d + i / keys, in.v.get(h * keys * d + i));
+      }
+    }
+    CHECK(cause_of_output_from(in, transposed, &evidence) == "wrong-operand");
+    CHECK(evidence.find("V read transposed") != std::string::npos);
+  }
+}
+
 // A capture of tests/data (tests/data/cause_probes/make_cause_probes.py), judged.
 Divergence cause_probe(const std::string& file) {
   const Judged j = judge(read_capture_file(std::string(FC_TEST_DATA_DIR) + "/" + file));

@@ -3,8 +3,9 @@
 // captured before it (a bug report's `out` alone), the element-wise hypotheses have no
 // intermediate to test, but the whole output of each alternative problem can be formed for the
 // bad rows and compared: another softmax scale (scale-mismatch), the causal mask aligned the
-// other way, dropped, or the mask read transposed (mask-mismatch), the K/V of another head or
-// batch (wrong-operand), the softmax taken over the queries rather than the keys (softmax-axis).
+// other way, dropped, or the mask read transposed, the softcap or the ALiBi bias left out, ALiBi's
+// sign flipped (mask-mismatch), the K/V of another head or batch, K or V read transposed
+// (wrong-operand), the softmax taken over the queries rather than the keys (softmax-axis).
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -26,14 +27,25 @@ struct Alternative {
   const MatrixR* v = nullptr;
   double scale = 0;
   Bias bias;
+  double softcap = -1;  // < 0: the problem's
 };
+
+// A [rows, cols] matrix's row-major elements read as [cols, rows] stored row-major, transposed
+// back: what a kernel that takes a [keys][D] tensor for a [D][keys] one multiplies with.
+MatrixR read_transposed(const MatrixR& m) {
+  MatrixR t(m.rows(), m.cols());
+  const Eigen::Index rows = m.rows(), cols = m.cols();
+  for (Eigen::Index i = 0; i < rows * cols; ++i) t(i % rows, i / rows) = m(i / cols, i % cols);
+  return t;
+}
 
 // Row `r` (query row `row`) of softmax(scale q k^T (soft-capped) + bias) v, in FP64; 0 for a row
 // with no key, the reference's convention.
 Eigen::RowVectorXd output_row(const Diagnosis& d, const Alternative& a, Eigen::Index r, std::int64_t row) {
   const std::int64_t keys = a.k->rows();
   Eigen::RowVectorXd s = a.scale * (d.head.q.row(r) * a.k->transpose());
-  if (d.head.softcap > 0) s = (d.head.softcap * (s.array() / d.head.softcap).tanh()).matrix();
+  const double softcap = a.softcap < 0 ? d.head.softcap : a.softcap;
+  if (softcap > 0) s = (softcap * (s.array() / softcap).tanh()).matrix();
   for (std::int64_t j = 0; j < keys; ++j) s(j) += a.bias(row, j);
   const double m = s.maxCoeff();
   if (!std::isfinite(m)) return Eigen::RowVectorXd::Zero(a.v->cols());
@@ -143,6 +155,33 @@ Explanation test_other_problem(const Diagnosis& d) {
                             &d.head.k(), &d.head.v(), d.head.scale,
                             [&v, &d](std::int64_t row, std::int64_t key) { return mask_bias(v, d.b, d.h, row, key); }});
   }
+  // ALiBi left out, or with its sign flipped (a bias growing with the distance).
+  std::vector<Problem> alibi;
+  alibi.reserve(2);
+  if (p.mask.has_alibi()) {
+    alibi.push_back(p);
+    alibi.back().mask.alibi_slopes.clear();
+    alibi.push_back(p);
+    for (double& slope : alibi.back().mask.alibi_slopes) slope = -slope;
+  }
+  for (const Problem& v : alibi) {
+    const std::string what = v.mask.has_alibi() ? "ALiBi's sign flipped (a bias of +slope |i - j|, growing with the distance)"
+                                                 : "no ALiBi bias";
+    alternatives.push_back({"mask-mismatch", "attention with " + what + " where the mask has ALiBi", &d.head.k(),
+                            &d.head.v(), d.head.scale,
+                            [&v, &d](std::int64_t row, std::int64_t key) { return mask_bias(v, d.b, d.h, row, key); }});
+  }
+  if (d.head.softcap > 0) {
+    alternatives.push_back({"mask-mismatch",
+                            "attention without the softcap (scores not capped) where it is " + number_text(d.head.softcap),
+                            &d.head.k(), &d.head.v(), d.head.scale, own, 0.0});
+  }
+  // K or V read transposed: a [keys][D] tensor taken for [D][keys].
+  const MatrixR k_transposed = read_transposed(d.head.k()), v_transposed = read_transposed(d.head.v());
+  alternatives.push_back({"wrong-operand", "attention with V read transposed (its [keys][D] elements taken as [D][keys])",
+                          &d.head.k(), &v_transposed, d.head.scale, own});
+  alternatives.push_back({"wrong-operand", "attention with K read transposed (its [keys][D] elements taken as [D][keys])",
+                          &k_transposed, &d.head.v(), d.head.scale, own});
   if (s.q_len == s.kv_len && p.mask.describe() != "none") {
     alternatives.push_back({"mask-mismatch", "attention with the mask transposed (rows as keys: key padding applied to queries)",
                             &d.head.k(), &d.head.v(), d.head.scale,
