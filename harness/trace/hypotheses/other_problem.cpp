@@ -189,9 +189,12 @@ Explanation test_other_problem(const Diagnosis& d) {
   }
 
   // The K/V of another head of the batch, or of this head in another batch, while the work
-  // of every alternative stays under about 2e10 multiply-adds.
+  // of every alternative stays under about 2e10 multiply-adds; over it, the alternatives above
+  // in their order (those before ALiBi's, the softcap's and the transposed operands' first).
   const std::size_t budget = static_cast<std::size_t>(2e10 / std::max(per_alternative, 1.0));
-  if (alternatives.size() > budget) return {};
+  if (alternatives.size() > budget) {
+    alternatives.erase(alternatives.begin() + static_cast<std::ptrdiff_t>(budget), alternatives.end());
+  }
   std::vector<HeadKv> others;
   std::vector<std::string> other_names;
   const std::int64_t kv_heads = s.kv_head_count(), own_kv = s.kv_head_of(d.h);
