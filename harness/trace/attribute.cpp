@@ -1,5 +1,6 @@
 #include "harness/trace/attribute.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,6 +22,12 @@ constexpr std::int64_t kDiagnosisElements = std::int64_t{1} << 28;  // 2 GiB an 
 std::int64_t flat_of(const Dims& dims, const Index4& i) {
   const std::int64_t row = (i.b * dims[1] + i.h) * dims[2] + i.row;
   return dims.size() == 4 ? row * dims[3] + std::max<std::int64_t>(i.col, 0) : row;
+}
+
+// The outputs of the trace build, which come first: the production build's results follow
+// them, and have no capture in run.captured.
+std::size_t traced_outputs(const TraceRun& run, const std::vector<OutputResult>& outputs) {
+  return std::min(run.captured.size(), outputs.size());
 }
 
 // Was the buffer an output lives in written by an earlier captured stage of this run? (Not
@@ -60,7 +67,7 @@ std::int64_t stored_index(const Captured& c, const OutputResult& r, const Index4
 // The score of the failing element's row and column, when a scores stage was captured.
 std::optional<double> captured_score(const TraceRun& run, const std::vector<OutputResult>& outputs,
                                      const OutputResult& failing, const Index4& at) {
-  for (std::size_t i = 0; i < run.captured.size() && i < outputs.size(); ++i) {  // the trace build's
+  for (std::size_t i = 0; i < traced_outputs(run, outputs); ++i) {
     const OutputResult& r = outputs[i];
     if (r.quantity != Quantity::scores || r.split != failing.split || r.tile != failing.tile) continue;
     const std::int64_t at_stored = stored_index(run.captured[i], r, at);
@@ -96,7 +103,7 @@ bool row_shows_nan_softmax(const TraceRun& run, const OutputResult& r, std::size
 // Whether the trace build captured a finite lse for the failing element's row: its softmax
 // did not go NaN.
 bool captured_lse_finite(const TraceRun& run, const std::vector<OutputResult>& outputs, const Index4& at) {
-  for (std::size_t i = 0; i < run.captured.size() && i < outputs.size(); ++i) {
+  for (std::size_t i = 0; i < traced_outputs(run, outputs); ++i) {
     if (outputs[i].quantity != Quantity::lse) continue;
     const std::int64_t s = stored_index(run.captured[i], outputs[i], {at.b, at.h, at.row, -1});
     if (s >= 0 && std::isfinite(run.captured[i].tensor.get(s))) return true;
@@ -140,7 +147,7 @@ std::optional<std::size_t> unchanged_since(const TraceRun& run, std::size_t i) {
 
 // A combine whose row had a split with no key: that split's partial lse is -inf.
 bool row_has_empty_split(const TraceRun& run, const std::vector<OutputResult>& outputs, const Index4& at) {
-  for (std::size_t i = 0; i < run.captured.size() && i < outputs.size(); ++i) {  // the trace build's
+  for (std::size_t i = 0; i < traced_outputs(run, outputs); ++i) {
     const OutputResult& r = outputs[i];
     if (r.quantity != Quantity::partial_lse) continue;
     const std::int64_t at_stored = stored_index(run.captured[i], r, at);

@@ -140,36 +140,34 @@ Explanation test_other_problem(const Diagnosis& d) {
   with_scale(1 / std::log(2.0), "log2(e): exp2 without the conversion");
   with_scale(std::log(2.0), "ln 2");
 
-  // The causal part another way; the mask read transposed (key padding as query padding).
-  std::vector<Problem> variants;
-  variants.reserve(3);
+  // Another mask: the causal part another way; ALiBi left out, or with its sign flipped (a bias
+  // growing with the distance); the mask read transposed (key padding as query padding).
+  struct MaskVariant {
+    Problem problem;
+    std::string what;
+  };
+  std::vector<MaskVariant> masks;
+  masks.reserve(5);
   for (const Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
     if (c == p.mask.causal) continue;
-    variants.push_back(p);
-    variants.back().mask.causal = c;
+    masks.push_back({p, std::string(causal_name(c)) + " where the mask has " + causal_name(p.mask.causal)});
+    masks.back().problem.mask.causal = c;
   }
-  for (const Problem& v : variants) {
-    alternatives.push_back({"mask-mismatch",
-                            std::string("attention with ") + causal_name(v.mask.causal) + " where the mask has " +
-                                causal_name(p.mask.causal),
-                            &d.head.k(), &d.head.v(), d.head.scale,
-                            [&v, &d](std::int64_t row, std::int64_t key) { return mask_bias(v, d.b, d.h, row, key); }});
-  }
-  // ALiBi left out, or with its sign flipped (a bias growing with the distance).
-  std::vector<Problem> alibi;
-  alibi.reserve(2);
   if (p.mask.has_alibi()) {
-    alibi.push_back(p);
-    alibi.back().mask.alibi_slopes.clear();
-    alibi.push_back(p);
-    for (double& slope : alibi.back().mask.alibi_slopes) slope = -slope;
+    masks.push_back({p, "no ALiBi bias where the mask has ALiBi"});
+    masks.back().problem.mask.alibi_slopes.clear();
+    masks.push_back({p, "ALiBi's sign flipped (a bias of +slope |i - j|, growing with the distance) where the mask has ALiBi"});
+    for (double& slope : masks.back().problem.mask.alibi_slopes) slope = -slope;
   }
-  for (const Problem& v : alibi) {
-    const std::string what = v.mask.has_alibi() ? "ALiBi's sign flipped (a bias of +slope |i - j|, growing with the distance)"
-                                                 : "no ALiBi bias";
-    alternatives.push_back({"mask-mismatch", "attention with " + what + " where the mask has ALiBi", &d.head.k(),
-                            &d.head.v(), d.head.scale,
+  for (const MaskVariant& m : masks) {
+    const Problem& v = m.problem;
+    alternatives.push_back({"mask-mismatch", "attention with " + m.what, &d.head.k(), &d.head.v(), d.head.scale,
                             [&v, &d](std::int64_t row, std::int64_t key) { return mask_bias(v, d.b, d.h, row, key); }});
+  }
+  if (s.q_len == s.kv_len && p.mask.describe() != "none") {
+    alternatives.push_back({"mask-mismatch", "attention with the mask transposed (rows as keys: key padding applied to queries)",
+                            &d.head.k(), &d.head.v(), d.head.scale,
+                            [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, key, row); }});
   }
   if (d.head.softcap > 0) {
     alternatives.push_back({"mask-mismatch",
@@ -182,15 +180,10 @@ Explanation test_other_problem(const Diagnosis& d) {
                           &d.head.k(), &v_transposed, d.head.scale, own});
   alternatives.push_back({"wrong-operand", "attention with K read transposed (its [keys][D] elements taken as [D][keys])",
                           &k_transposed, &d.head.v(), d.head.scale, own});
-  if (s.q_len == s.kv_len && p.mask.describe() != "none") {
-    alternatives.push_back({"mask-mismatch", "attention with the mask transposed (rows as keys: key padding applied to queries)",
-                            &d.head.k(), &d.head.v(), d.head.scale,
-                            [&](std::int64_t row, std::int64_t key) { return mask_bias(p, d.b, d.h, key, row); }});
-  }
 
   // The K/V of another head of the batch, or of this head in another batch, while the work
-  // of every alternative stays under about 2e10 multiply-adds; over it, the alternatives above
-  // in their order (those before ALiBi's, the softcap's and the transposed operands' first).
+  // of every alternative stays under about 2e10 multiply-adds; over it, the first of the
+  // alternatives above, in their order.
   const std::size_t budget = static_cast<std::size_t>(2e10 / std::max(per_alternative, 1.0));
   if (alternatives.size() > budget) {
     alternatives.erase(alternatives.begin() + static_cast<std::ptrdiff_t>(budget), alternatives.end());
