@@ -21,47 +21,40 @@ def fsum16(xs):
     return a
 
 def flash(q, k, v, scale=None, causal=None, tile=64, prnd=f16, ornd=f16, order="fwd", acc="f32", exp2=True, split_d=None, prescale=None, srnd=None):
-    B, H, Sq, D = len(q), len(q[0]), len(q[0][0]), len(q[0][0][0])
-    Hkv, Sk = len(k[0]), len(k[0][0])
+    (Sq, Sk, D), out, lse, rows = attention_rows(q, k)
     if scale is None: scale = 1 / math.sqrt(D)
     sc = f32(scale * LOG2E) if exp2 else f32(scale)
     if prescale:
         q = mapt(q, lambda x: prescale(x * sc)); sc = 1.0
     if srnd is None: srnd = lambda x: x
     add = fsum32 if acc == "f32" else fsum16
-    out = [[[[0.0]*D for _ in range(Sq)] for _ in range(H)] for _ in range(B)]
-    lse = [[[0.0]*Sq for _ in range(H)] for _ in range(B)]
-    for b in range(B):
-        for h in range(H):
-            hk = h // (H // Hkv)
-            for i in range(Sq):
-                m = -math.inf; l = 0.0; o = [0.0]*D
-                for t0 in range(0, Sk, tile):
-                    js = range(t0, min(Sk, t0+tile))
-                    s = []
-                    for j in js:
-                        x = srnd(fsum32([q[b][h][i][d]*k[b][hk][j][d] for d in range(D)], order))
-                        if causal == "tl" and j > i: x = -math.inf
-                        if causal == "br" and j > i + Sk - Sq: x = -math.inf
-                        s.append(x)
-                    mt = max([m] + s)
-                    if mt == -math.inf: continue
-                    if exp2:
-                        p = [f32(2.0 ** f32(f32(x*sc) - f32(mt*sc))) if x != -math.inf else 0.0 for x in s]
-                        alpha = f32(2.0 ** f32(f32(m*sc) - f32(mt*sc))) if m != -math.inf else 0.0
-                    else:
-                        p = [f32(math.exp(f32(f32(x - mt)*sc))) if x != -math.inf else 0.0 for x in s]
-                        alpha = f32(math.exp(f32(f32(m - mt)*sc))) if m != -math.inf else 0.0
-                    l = f32(f32(l*alpha) + fsum32(p, order))
-                    pr = [prnd(x) for x in p]
-                    for d in range(D):
-                        o[d] = f32(f32(o[d]*alpha) + add([pr[jj]*v[b][hk][j][d] for jj, j in enumerate(js)]))
-                    m = mt
-                if m == -math.inf:
-                    lse[b][h][i] = -math.inf; continue
-                inv = f32(1.0/l)
-                out[b][h][i] = [ornd(f32(o[d]*inv)) for d in range(D)]
-                lse[b][h][i] = f32(f32(m*sc)/LOG2E + math.log(l)) if exp2 else f32(m*scale + math.log(l))
+    for b, h, hk, i in rows:
+        m = -math.inf; l = 0.0; o = [0.0]*D
+        for t0 in range(0, Sk, tile):
+            js = range(t0, min(Sk, t0+tile))
+            s = []
+            for j in js:
+                x = srnd(fsum32([q[b][h][i][d]*k[b][hk][j][d] for d in range(D)], order))
+                if causally_masked(causal, i, j, Sq, Sk): x = -math.inf
+                s.append(x)
+            mt = max([m] + s)
+            if mt == -math.inf: continue
+            if exp2:
+                p = [f32(2.0 ** f32(f32(x*sc) - f32(mt*sc))) if x != -math.inf else 0.0 for x in s]
+                alpha = f32(2.0 ** f32(f32(m*sc) - f32(mt*sc))) if m != -math.inf else 0.0
+            else:
+                p = [f32(math.exp(f32(f32(x - mt)*sc))) if x != -math.inf else 0.0 for x in s]
+                alpha = f32(math.exp(f32(f32(m - mt)*sc))) if m != -math.inf else 0.0
+            l = f32(f32(l*alpha) + fsum32(p, order))
+            pr = [prnd(x) for x in p]
+            for d in range(D):
+                o[d] = f32(f32(o[d]*alpha) + add([pr[jj]*v[b][hk][j][d] for jj, j in enumerate(js)]))
+            m = mt
+        if m == -math.inf:
+            lse[b][h][i] = -math.inf; continue
+        inv = f32(1.0/l)
+        out[b][h][i] = [ornd(f32(o[d]*inv)) for d in range(D)]
+        lse[b][h][i] = f32(f32(m*sc)/LOG2E + math.log(l)) if exp2 else f32(m*scale + math.log(l))
     return out, lse
 
 def emu_case(name, B=1, H=1, Sq=16, Sk=16, D=64, Hkv=None, dt="f16", seed=0, causal=None, scale=None,

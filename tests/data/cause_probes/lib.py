@@ -101,40 +101,48 @@ def rand_tensor(rng, shape, rnd=f16, sd=1.0):
     return [rand_tensor(rng, shape[1:], rnd, sd) for _ in range(shape[0])]
 
 
+def attention_rows(q, k):
+    """The shapes of q [B,H,Sq,D] and k [B,Hkv,Sk,D], zeroed out [B,H,Sq,D] and lse [B,H,Sq],
+    and every query row as (b, h, its K/V head, i)."""
+    B, H, Sq, D = len(q), len(q[0]), len(q[0][0]), len(q[0][0][0])
+    Hkv, Sk = len(k[0]), len(k[0][0])
+    out = [[[[0.0] * D for _ in range(Sq)] for _ in range(H)] for _ in range(B)]
+    lse = [[[0.0] * Sq for _ in range(H)] for _ in range(B)]
+    rows = [(b, h, h // (H // Hkv), i) for b in range(B) for h in range(H) for i in range(Sq)]
+    return (Sq, Sk, D), out, lse, rows
+
+
+def causally_masked(causal, i, j, Sq, Sk):
+    """Whether key j is masked for row i: causal None, 'tl' (top-left) or 'br' (bottom-right)."""
+    return (causal == "tl" and j > i) or (causal == "br" and j > i + Sk - Sq)
+
+
 def attention(q, k, v, scale=None, causal=None, mask=None, softcap=None, window=None):
     """q [B,H,Sq,D], k,v [B,Hkv,Sk,D] nested lists of doubles. causal: None, 'tl', 'br'.
     mask: function (b,h,i,j)->bias (may be -inf) or None. returns out, lse (natural)."""
-    B, H, Sq, D = len(q), len(q[0]), len(q[0][0]), len(q[0][0][0])
-    Hkv, Sk = len(k[0]), len(k[0][0])
+    (Sq, Sk, D), out, lse, rows = attention_rows(q, k)
     if scale is None:
         scale = 1 / math.sqrt(D)
-    out = [[[[0.0] * D for _ in range(Sq)] for _ in range(H)] for _ in range(B)]
-    lse = [[[0.0] * Sq for _ in range(H)] for _ in range(B)]
-    for b in range(B):
-        for h in range(H):
-            hk = h // (H // Hkv)
-            for i in range(Sq):
-                s = []
-                for j in range(Sk):
-                    x = scale * sum(q[b][h][i][d] * k[b][hk][j][d] for d in range(D))
-                    if softcap:
-                        x = softcap * math.tanh(x / softcap)
-                    if mask:
-                        x += mask(b, h, i, j)
-                    if causal == "tl" and j > i:
-                        x = -math.inf
-                    if causal == "br" and j > i + Sk - Sq:
-                        x = -math.inf
-                    s.append(x)
-                m = max(s)
-                if m == -math.inf:
-                    lse[b][h][i] = -math.inf
-                    continue
-                p = [math.exp(x - m) for x in s]
-                l = sum(p)
-                lse[b][h][i] = m + math.log(l)
-                for d in range(D):
-                    out[b][h][i][d] = sum(p[j] * v[b][hk][j][d] for j in range(Sk)) / l
+    for b, h, hk, i in rows:
+        s = []
+        for j in range(Sk):
+            x = scale * sum(q[b][h][i][d] * k[b][hk][j][d] for d in range(D))
+            if softcap:
+                x = softcap * math.tanh(x / softcap)
+            if mask:
+                x += mask(b, h, i, j)
+            if causally_masked(causal, i, j, Sq, Sk):
+                x = -math.inf
+            s.append(x)
+        m = max(s)
+        if m == -math.inf:
+            lse[b][h][i] = -math.inf
+            continue
+        p = [math.exp(x - m) for x in s]
+        l = sum(p)
+        lse[b][h][i] = m + math.log(l)
+        for d in range(D):
+            out[b][h][i][d] = sum(p[j] * v[b][hk][j][d] for j in range(Sk)) / l
     return out, lse
 
 
