@@ -9,15 +9,9 @@
 // Schedule: the B*Hkv K/V heads go in groups, all pages of one group before the next; one
 // group by default, bounded groups when PagedSchedule says so (the page buffers then hold a
 // group's rows). Every stage output reaches the tap in blocks of rows, a group's at a time
-// (stages/tap.h, capture_rows). Groups sized to half the L2 were measured and not kept: no
-// faster untraced (29.5 TFLOP/s either way on the H100 at B16 H16 S4096 D64) and a traced run
-// 1.50x (many small launches, each flushing its flags). Pages of 256 keys instead of 128 (half
-// the accumulator's rescale and P~.V traffic, measured 2026-11-27 on the H100): 40.8 TFLOP/s
-// against 29.6 at S4096 D64, 63.3 against 41.7 at B4 D128, but the traced run 1.19x and 1.24x
-// against 1.12x and 1.18x: the flags' cost stays about 4.5 ms while the run shortens, and the
-// online softmax holding eight elements a lane runs at four blocks. Not kept: tracing overhead
-// is this implementation's other target (issue 16). Half-L2 groups at 256 keys: 39.0 TFLOP/s,
-// traced 1.53x.
+// (stages/tap.h, capture_rows). Why one group of pages of 128 keys: docs/cublaslt-paged.md
+// (the memory floor of this design, and the schedules measured: wider pages, groups sized to
+// the L2, recorded as CUDA graphs, side by side).
 //
 // Layouts: kernels/common/attention_gemms.h, over the page's n keys.
 // Faults (docs/faults.md) live here, beside the code they break.
