@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
   const long long diagonal = mask_diagonal(p.mask, b);
   const int range_tiles = (kv_len + kKeys - 1) / kKeys;
   const KeySpan span = attended_keys<kRows>(p, b, q0, q_len, diagonal, 0, kv_len);
-  const int first_tile = span.begin > 0 ? span.begin / kKeys : 0;
-  const int end_tile = span.end > span.begin ? (span.end + kKeys - 1) / kKeys : 0;
+  const TileRange attended = tiles_holding<kKeys>(span, 0);
+  const int first_tile = attended.first, end_tile = attended.end;
 
   if (threadIdx.x == 0) {
     barrier_init(q_full, 1);
@@ -286,10 +286,9 @@ __global__ void __launch_bounds__(kWgmmaThreads<D>, 1) wgmma_forward_kernel(cons
     // (A warpgroup whose rows are all past the sequence attends nothing.)
     const KeySpan own = attended_keys<64>(p, b, q0 + 64 * group, q_len, diagonal, 0, kv_len);
     const bool attends = q0 + 64 * group < q_len && own.end > own.begin;
-    const int own_first = attends ? own.begin / kKeys : end_tile;
-    const int own_end = attends ? (own.end + kKeys - 1) / kKeys : end_tile;
-    const int lead = min(max(own_first - first_tile, 0), tiles);
-    const int mine = max(min(own_end - first_tile, tiles) - lead, 0);
+    const TileRange own_tiles = attends ? tiles_holding<kKeys>(own, 0) : TileRange{end_tile, end_tile};
+    const int lead = min(max(own_tiles.first - first_tile, 0), tiles);
+    const int mine = max(min(own_tiles.end - first_tile, tiles) - lead, 0);
     // Every warpgroup takes tiles + 1 turns and passes each on, but for the last warpgroup's
     // last: warpgroup 0 takes no more.
     int turns = tiles + 1;

@@ -85,6 +85,18 @@ __device__ __forceinline__ KeySpan attended_keys(const FlashParams& p, int b, in
   return {static_cast<int>(begin), static_cast<int>(max(begin, end))};
 }
 
+// The tiles of kKeys keys, counted from range_begin, that hold a span's keys: [first, end);
+// none (0, 0) for an empty span.
+struct TileRange {
+  int first, end;
+};
+template <int kKeys>
+__device__ __forceinline__ TileRange tiles_holding(KeySpan span, int range_begin) {
+  if (span.end <= span.begin) return {0, 0};
+  return {span.begin > range_begin ? (span.begin - range_begin) / kKeys : 0,
+          (span.end - range_begin + kKeys - 1) / kKeys};
+}
+
 // Does any element of the tile of kKeys keys from j0 need the per-element mask, for the kRows
 // rows from q0?
 template <int kKeys, int kRows>
@@ -396,8 +408,8 @@ __global__ void __launch_bounds__(kFlashThreads, D <= 64 ? 2 : 1) flash_forward_
   const int range_end = min(padded_end, kv_len);
   const int range_tiles = range_end > range_begin ? (range_end - range_begin + kFlashKeys - 1) / kFlashKeys : 0;
   const KeySpan span = attended_keys(p, b, q0, q_len, diagonal, range_begin, range_end);
-  const int first_tile = span.begin > range_begin ? (span.begin - range_begin) / kFlashKeys : 0;
-  const int end_tile = span.end > span.begin ? (span.end - range_begin + kFlashKeys - 1) / kFlashKeys : 0;
+  const TileRange attended = tiles_holding<kFlashKeys>(span, range_begin);
+  const int first_tile = attended.first, end_tile = attended.end;
 
   load_tile_async<D>(sQ, q_rows, q0, kFlashRows, q_len);
   mma::commit_async();
