@@ -46,7 +46,9 @@ __device__ __forceinline__ float exp_origin(float top, SoftmaxOptions o) {
 // spill (-Xptxas -v: the online softmax 36 bytes at four elements a lane, the whole-row
 // softmax up to 124), which measured cheaper than a block fewer: cublaslt-paged traced at
 // B16 H16 S4096 D64 was 1.13x its untraced run with six blocks and 1.15x with five (H100), and
-// with a row loaded ahead at five blocks 1.38x against 1.28x (H200). The flagged online softmax
+// with a row loaded ahead at five blocks 1.38x against 1.28x (H200). Eight blocks (32 registers,
+// 96 bytes spilled) measured 1.244x against six blocks' 1.111x and 1.120x and five's 1.141x in
+// one run (H100, 2026-11-28; seven blocks get the same 32 registers as eight). The flagged online softmax
 // runs at 68% of the warps and 1.43x the time of the other (ncu, H100): that occupancy is the
 // traced run's overhead. Keeping the taps' state in shared memory instead (a record a warp, each
 // row's tallies merged with redux.sync) fits 32 registers and eight blocks, and measured worse:
