@@ -45,6 +45,7 @@ void check_cpu_implementations_pass(const CaseSpec& spec) {
     INFO(name << " on " << spec.label() << ": "
               << (r.divergence ? r.divergence->output + " " + r.divergence->evidence : r.reason));
     CHECK(r.verdict == Verdict::pass);
+    CHECK(r.outputs.size() >= 3);  // scores, probabilities and the output at least
     for (const OutputResult& o : r.outputs) {
       CHECK(o.compared);
       CHECK(std::isfinite(o.end_to_end.max_normalized_error));

@@ -115,6 +115,7 @@ TEST_CASE("diff lists a stage only one snapshot has first, as a difference", "[f
   CHECK(diff.exit_code == 1);
   const std::size_t only = diff.out.find("rescale[0]"), first_common = diff.out.find("qk[0]");
   REQUIRE(only != std::string::npos);
+  REQUIRE(first_common != std::string::npos);
   CHECK(only < first_common);
   CHECK(has(diff.out, "only in B (bug.h5)"));
   CHECK(has(diff.out, "1 stage output in one snapshot only"));

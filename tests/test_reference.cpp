@@ -40,8 +40,12 @@ std::vector<bool> attended(const FullReference& r, Eigen::Index row) {
   return a;
 }
 
-// max |a - reference| relative to max(1, max |reference|).
+// max |a - reference| relative to max(1, max |reference|); infinite where the shapes differ or
+// either holds a NaN or an infinity (maxCoeff passes over a NaN).
 double relative_gap(const MatrixR& a, const MatrixR& reference) {
+  if (a.rows() != reference.rows() || a.cols() != reference.cols() || !a.allFinite() || !reference.allFinite()) {
+    return std::numeric_limits<double>::infinity();
+  }
   return (a - reference).cwiseAbs().maxCoeff() / std::max(1.0, reference.cwiseAbs().maxCoeff());
 }
 

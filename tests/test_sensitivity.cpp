@@ -38,6 +38,7 @@ TEST_CASE("each perturbation is caught at its stage and element on the CPU imple
     CHECK(r.clean_runs == 8);
     CHECK(r.false_alarms.empty());
     std::set<std::string> seen;
+    int output_claims = 0;  // element-scale cells at the output held to the 1% / 4% claim
     for (const SensitivityCell& c : r.cells) {
       INFO(c.perturbation << " " << c.delta << " at " << c.stage << " Sk " << c.kv_len << " " << dtype_name(c.dtype));
       seen.insert(c.perturbation);
@@ -45,13 +46,17 @@ TEST_CASE("each perturbation is caught at its stage and element on the CPU imple
       if (c.perturbation == "element-scale") {
         // 1% (2^-7 is 0.8%) in fp16 and 4% (2^-5 is 3.1%) in bf16 at the output.
         const double caught_at = c.dtype == DType::f16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -5);
-        if (output_stage(c) && c.delta >= caught_at) CHECK(c.detected == c.trials);
+        if (output_stage(c) && c.delta >= caught_at) {
+          CHECK(c.detected == c.trials);
+          ++output_claims;
+        }
         continue;
       }
       CHECK(c.detected == c.trials);
       CHECK(c.index_right == c.detected);
     }
     for (PerturbationKind k : perturbation_kinds()) CHECK(seen.count(perturbation_id(k)) == 1);
+    CHECK(output_claims > 0);
   }
 }
 

@@ -36,7 +36,8 @@ void check_clean_sweep(int cases, bool gpu, bool long_context) {
   // Every implementation runs every case it does not decline; the CPU ones decline none.
   int runnable = 0;
   for (int i = 1; i <= cases; ++i) {
-    const Problem problem = make_problem(random_case(static_cast<std::uint64_t>(10000 + i)).spec);
+    const std::uint64_t seed = static_cast<std::uint64_t>(10000 + i);  // the sweep's cases (faults/matrix.cpp)
+    const Problem problem = make_problem((long_context ? random_long_case(seed) : random_case(seed)).spec);
     for (const auto& impl : make_implementations()) {
       if (!gpu && impl->on_gpu()) continue;
       CHECK((impl->on_gpu() || !impl->unsupported(problem)));
