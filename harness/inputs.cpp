@@ -1,6 +1,7 @@
 #include "harness/inputs.h"
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -185,7 +186,7 @@ Shape parse_shape(const std::string& text) {
   const std::string what = "--shape '" + text + "'";
   const std::vector<std::string> heads = split(parts[1], ':');
   const bool gqa = parts[1].find(':') != std::string::npos;
-  if (gqa && !(heads.size() == 2 && parts[1].back() != ':')) {
+  if (heads.empty() || (gqa && !(heads.size() == 2 && parts[1].back() != ':'))) {
     throw Error(what + ": heads are H or Hq:Hkv, got '" + parts[1] + "'");
   }
   Shape s;
@@ -208,7 +209,7 @@ const std::vector<std::string>& distribution_names() {
 }
 
 std::string mask_help() {
-  return "parts joined by '+': none, causal (top-left), causal-br (bottom-right), "
+  return "parts joined by '+', each kind once: none, causal (top-left), causal-br (bottom-right), "
          "padding (random key lengths per batch) or padding=L1,L2,.. (one per batch), "
          "bool (random boolean mask), bias (random additive bias with -inf), "
          "masked-rows (a few query rows with no key), "
@@ -229,10 +230,16 @@ MaskSpec parse_mask_spec(const std::string& spec, const Shape& shape, DType dtyp
   std::optional<double> masked_bias;
   std::int64_t block_size = 0;
   const std::string what = "--mask '" + spec + "'";
+  std::set<std::string> kinds;  // each kind of part once: a second would silently replace the first
   for (const std::string& part : split(spec, '+')) {
     const std::size_t eq = part.find('=');
     const std::string name = part.substr(0, eq), value = eq == std::string::npos ? "" : part.substr(eq + 1);
     if (part == "none") continue;
+    const std::string kind = name == "causal-br" ? "causal" : name == "bias" ? "bool" : name;
+    if (!kinds.insert(kind).second) {
+      throw Error(what + ": '" + part + "' after another " + (kind == "bool" ? "bool or bias" : kind) + " part");
+    }
+    if (eq != std::string::npos && value.empty()) throw Error(what + ": '" + part + "' has no value");
     if (name == "window" && eq != std::string::npos) {
       const std::vector<std::string> sides = split(value, ',');
       if (sides.size() != 2) throw Error(what + ": window=L,R needs two sides");

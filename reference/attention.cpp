@@ -194,7 +194,7 @@ ReferenceTensors compute_reference(const AttentionInputs& in, const ReferenceOpt
   t.row_sum = HostTensor(DType::f64, {s.batch, s.heads, s.q_len});
   t.lse = HostTensor(DType::f64, {s.batch, s.heads, s.q_len});
   t.output = HostTensor(DType::f64, {s.batch, s.heads, s.q_len, s.head_dim});
-  const std::int64_t pages = options.page_width > 0 ? (s.kv_len + options.page_width - 1) / options.page_width : 0;
+  const std::int64_t pages = options.pages(s.kv_len);
   if (pages > 0) {
     t.page_max = HostTensor(DType::f64, {s.batch, s.heads, pages, s.q_len});
     t.page_sum = HostTensor(DType::f64, {s.batch, s.heads, pages, s.q_len});

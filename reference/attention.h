@@ -110,6 +110,11 @@ SplitReference split_reference(const HeadInputs& in, std::int64_t num_splits, st
 struct ReferenceOptions {
   std::int64_t page_width = 0;  // > 0: also the blocked (online softmax) quantities per page
   std::int64_t splits = 0;      // > 0: also the split-KV partials and their combine
+
+  // Pages of page_width keys over `keys` (0 without pages); a page wider than every key is one.
+  std::int64_t pages(std::int64_t keys) const {
+    return page_width > 0 ? keys / page_width + (keys % page_width != 0) : 0;
+  }
 };
 struct MaskedRow {
   std::int64_t b, h, row;

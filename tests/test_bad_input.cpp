@@ -218,6 +218,17 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
     for (const auto& [name, array] : read_npz(kReport)) arrays[name == "is_causal" ? "is_casual" : name] = array.tensor;
     write_npz(kMisspelt, arrays);
   }
+  // A report whose output has a row more than its inputs: reference reads only q, k and v, and
+  // still refuses it, as check and triage do.
+  const std::string kLongOut = (w.dir / "long_out.npz").string();
+  {
+    std::map<std::string, HostTensor> arrays;
+    for (const auto& [name, array] : read_npz(kReport)) arrays[name] = array.tensor;
+    Dims dims = arrays.at("q").dims();  // [B, H, S, D]
+    dims[2] += 1;
+    arrays["out"] = HostTensor(arrays.at("q").dtype(), dims);
+    write_npz(kLongOut, arrays);
+  }
   fs::copy_file(std::string(FC_TEST_PLUGIN_DIR) + "/test_plugin.so", kPlugin);
   std::vector<std::pair<std::string, std::string>> cases = {
       {"faults --fault typo", "--fault 'typo': unknown fault"},
@@ -235,6 +246,11 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"--impl naive list", "--impl is an option of --trace, not of list"},
       {"--trace --impl cpu-emulated --seed 9223372036854775808", "--seed"},
       {"--trace --impl cpu-emulated --shape 1,6:4,16,16,64", "not a multiple of K/V heads"},
+      {"--trace --impl cpu-emulated --shape 1,,64,64", "heads are H or Hq:Hkv, got ''"},
+      // A second part of a kind would replace the first, and the snapshot would record both.
+      {"--trace --impl cpu-emulated --shape 1,1,4,8,64 --mask causal+causal-br", "'causal-br' after another causal part"},
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --mask bool+bias", "'bias' after another bool or bias part"},
+      {"--trace --impl cpu-emulated --shape 1,1,16,64 --mask padding=", "'padding=' has no value"},
       {"--trace --impl cpu-emulated --shape 1,2,16,64 --mask window=-2,0", "window left: '-2' is not an integer >= -1"},
       {"--trace --impl cpu-emulated --shape 1,2,16,64 --mask softcap=0", "softcap must be positive"},
       {"--trace --impl cpu-emulated --shape 2,2,16,64 --mask varlen=4:4", "varlen gives 1 sequences for batch 2"},
@@ -263,9 +279,14 @@ TEST_CASE("unknown names and options out of place are one line and exit 2, never
       {"check " + kCapture + " --json /dev/full", "/dev/full: write failed"},
       {"reference " + kReport + " --out " + kReport, "cannot write: it is an input of this command"},
       {"reference " + kMisspelt + " --out r.h5", "misspelt.npz: unknown array 'is_casual'"},
+      {"reference " + kLongOut + " --out r.h5", "long_out.npz: 'out' has shape"},
       {"triage " + kReport + " --dtype bf16", "--dtype bf16: the report's inputs are fp16"},
       {"triage " + kReport + " --arithmetic scores=fp16", "--arithmetic describes the kernel that wrote the report's outputs"},
       {"triage " + kReport + " --arithmetic nonsense", "--arithmetic 'nonsense': unknown preset"},
+      // Given twice, the last would silently win, and change the verdict.
+      {"check " + kCapture + " --arithmetic fp16-fp32acc,fp16-fp16acc", "a second preset 'fp16-fp16acc' would replace the first"},
+      {"check " + kCapture + " --arithmetic tensor-cores=yes,tensor-cores=no", "tensor-cores= given twice"},
+      {"check " + kCapture + " --arithmetic scores=fp16,fp16-fp32acc", "the preset 'fp16-fp32acc' would replace scores="},
       {"check " + kCapture + " --json " + kTwice + " --junit " + kTwice, "twice.out: cannot write: named as an output twice"},
       {"check " + kCapture + " --json twice.json --html ./twice.json", "./twice.json: cannot write: named as an output twice"},
       {"check " + kCapture + " --json ''", "--json: an empty value"},
@@ -394,6 +415,53 @@ TEST_CASE("a command stopped by a signal while it writes leaves no temporary fil
   }
   INFO("left behind: " << left.size());
   CHECK(left.empty());
+  fs::remove_all(dir);
+}
+
+}  // namespace fc
+
+namespace fc {
+namespace {
+
+bool holds_only(const fs::path& dir, const std::string& name) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename() != name) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a write past the file size limit is refused before it starts: one line, exit 2, nothing left", "[bad-input]") {
+  const fs::path dir = fs::temp_directory_path() / ("fc_fsize_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Past `ulimit -f` a write fails with EFBIG (SIGXFSZ ignored, as a shell's trap does): HDF5
+  // then corrupted its heap (an abort, a temporary file left) or crashed at exit.
+  const std::string report = std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz";
+  for (const std::string& arguments : {"reference " + report + " --out " + (dir / "ref.h5").string(),
+                                       "--trace --impl cpu-emulated --shape 1,2,64,64 --snapshot " + (dir / "s.h5").string()}) {
+    const Outcome o = run(arguments, dir, "trap '' XFSZ; ulimit -f 100;");
+    INFO(arguments);
+    CHECK_FALSE(o.crashed);
+    CHECK(o.exit_code == 2);
+    REQUIRE(o.stderr_lines.size() == 1);
+    CHECK(o.stderr_lines[0].find("cannot write: ") != std::string::npos);
+    CHECK(o.stderr_lines[0].find("the file size limit (ulimit -f) is ") != std::string::npos);
+    CHECK(holds_only(dir, "stderr.txt"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("reference writes pages wider than every key as one page, however wide", "[bad-input]") {
+  const fs::path dir = fs::temp_directory_path() / ("fc_wide_page_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string report = std::string(FC_TEST_DATA_DIR) + "/sdpa_fp16_causal.npz";
+  for (const char* width : {"64", "9223372036854775807"}) {
+    INFO(width);
+    const Outcome o = run("reference " + report + " --out " + (dir / "ref.h5").string() + " --page-width " + width, dir);
+    CHECK(o.exit_code == 0);  // (s.kv_len + width - 1) / width overflowed: no pages, then a missing group
+    CHECK(o.stderr_lines.empty());
+  }
   fs::remove_all(dir);
 }
 

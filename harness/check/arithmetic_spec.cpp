@@ -1,5 +1,6 @@
 #include "harness/check/arithmetic_spec.h"
 
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -41,18 +42,22 @@ std::string arithmetic_help() {
   std::string names;
   for (const Preset& p : presets()) names += std::string(names.empty() ? "" : ", ") + p.name;
   return "a preset (" + names + ") and/or input=F, accumulate=F, scores=F, probs=F, output=F (F: fp16, bf16, fp32), "
-         "tensor-cores=yes|no, joined by ','";
+         "tensor-cores=yes|no, joined by ',' (the preset first, each once)";
 }
 
 ArithmeticSpec parse_arithmetic(const std::string& text) {
   ArithmeticSpec spec;
   std::istringstream items(text);
   std::string item;
-  bool any = false;
+  bool any = false, preset = false;
+  std::set<std::string> keys;  // a preset then keys that change it; nothing given twice, nothing replaced unseen
   while (std::getline(items, item, ',')) {
     any = true;
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos) {
+      if (preset) refuse(text, "a second preset '" + item + "' would replace the first");
+      if (!keys.empty()) refuse(text, "the preset '" + item + "' would replace " + *keys.begin() + "=, given before it");
+      preset = true;
       bool found = false;
       for (const Preset& p : presets()) {
         if (item != p.name) continue;
@@ -63,6 +68,7 @@ ArithmeticSpec parse_arithmetic(const std::string& text) {
       continue;
     }
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!keys.insert(key).second) refuse(text, key + "= given twice");
     if (key == "input") {
       spec.input = format(text, key, value);
     } else if (key == "accumulate") {

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "harness/check/captured.h"
 #include "harness/cli/commands.h"
 #include "harness/io/capture_file.h"
 #include "harness/io/case_loader.h"
@@ -15,7 +16,10 @@ int run_reference(const ReferenceCommand& command) {
   if (command.page_width < 0 || command.splits < 0) throw Error("--page-width and --splits must be positive");
   check_output_path(command.out);
   const LoadedCase c = load_case(command.input);
-  read_capture_file(command.input);  // an array no report holds ('is_casual') is refused, as triage and check do
+  // An array no report holds ('is_casual') is refused, as triage and check do, and so are outputs
+  // that disagree with the inputs (an `out` of another shape), though only q, k and v are read.
+  const CaptureFile capture = read_capture_file(command.input);
+  if (!capture.outputs.empty()) make_captured_implementation(c.inputs, capture, {});
   // A split or page holds at least one key: more of them than keys is no split-KV anyone runs,
   // and each split costs a head's output again (so a large count ran for hours).
   const std::int64_t keys = c.inputs.problem.shape.kv_len;
@@ -23,6 +27,7 @@ int run_reference(const ReferenceCommand& command) {
     throw Error("--splits " + std::to_string(command.splits) + ": more splits than the report's " + std::to_string(keys) +
                 " keys");
   }
+
   const ReferenceOptions options{command.page_width, command.splits};
   H5Writer out(command.out);
   // Refused now if the file system cannot hold it, not after hours of writing (a report of 200k

@@ -2,6 +2,7 @@
 #include "harness/io/staged_file.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -339,10 +340,25 @@ void H5Writer::fail(const std::string& object, const std::string& what) const {
 }
 
 void H5Writer::require_space(const std::string& object, std::size_t bytes) const {
+  constexpr double kMetadataBytes = 1 << 20;
+  // The process's file size limit (ulimit -f) fails a write as a full disk does.
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    hsize_t size = 0;
+    if (!file_ || H5Fget_filesize(file_.get(), &size) < 0) size = 0;
+    const double largest = static_cast<double>(limit.rlim_cur);
+    if (static_cast<double>(size) + static_cast<double>(bytes) + kMetadataBytes > largest) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "cannot write: %.1f MiB to write and 1 MiB of metadata after %.1f MiB, the file size limit "
+                    "(ulimit -f) is %.1f MiB",
+                    static_cast<double>(bytes) / (1 << 20), static_cast<double>(size) / (1 << 20), largest / (1 << 20));
+      fail(object, text);
+    }
+  }
   struct statvfs fs {};
   if (::statvfs(staged_.temp_path().c_str(), &fs) != 0) return;  // unknown: the write itself will tell
   const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
-  constexpr double kMetadataBytes = 1 << 20;
   if (free_bytes < static_cast<double>(bytes) + kMetadataBytes) {
     char text[160];
     std::snprintf(text, sizeof text, "cannot write: %.1f MiB to write and 1 MiB of metadata, %.1f MiB free on its file system",

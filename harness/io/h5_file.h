@@ -110,9 +110,10 @@ class H5Writer {
 
  private:
   [[noreturn]] void fail(const std::string& object, const std::string& what) const;
-  // A block's bytes and some metadata must fit the file system's free space: HDF5 corrupts
-  // its heap when a write fails for want of room (a segfault at the next close, seen on a
-  // full tmpfs), so such a write is refused before it starts. Counted uncompressed (what the
+  // A block's bytes and some metadata must fit the file system's free space and the process's
+  // file size limit (ulimit -f): HDF5 corrupts its heap when a write fails for want of room
+  // (a segfault at the next close, seen on a full tmpfs and past the limit), so such a write
+  // is refused before it starts. Counted uncompressed (what the
   // deflate filter saves is not known in advance) and against the space an unprivileged user
   // may take: it may refuse a write that would have fit, never let one run out.
   void require_space(const std::string& object, std::size_t bytes) const;

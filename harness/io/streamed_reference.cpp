@@ -51,7 +51,7 @@ struct Block {
 }  // namespace
 
 double streamed_reference_bytes(const Shape& s, const ReferenceOptions& options) {
-  const std::int64_t pages = options.page_width > 0 ? (s.kv_len + options.page_width - 1) / options.page_width : 0;
+  const std::int64_t pages = options.pages(s.kv_len);
   const Dims full{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len}, out_dims{s.batch, s.heads, s.q_len, s.head_dim};
   const auto count = [](const Dims& d) {
     double n = 1;
@@ -70,7 +70,7 @@ std::vector<MaskedRow> write_reference_streamed(H5Writer& out, const AttentionIn
                                                 std::int64_t budget_bytes) {
   const Shape& s = in.problem.shape;
   const ChainArithmetic a = nominal_arithmetic(in.problem.dtype == DType::f32 ? DType::f32 : in.problem.dtype);
-  const std::int64_t pages = options.page_width > 0 ? (s.kv_len + options.page_width - 1) / options.page_width : 0;
+  const std::int64_t pages = options.pages(s.kv_len);
   const std::int64_t split_tile = options.page_width > 0 ? options.page_width : 64;
   const Dims full{s.batch, s.heads, s.q_len, s.kv_len}, rows{s.batch, s.heads, s.q_len}, out_dims{s.batch, s.heads, s.q_len, s.head_dim};
   for (const char* name : {"scores", "probs"}) out.create_dataset(std::string("/reference/full/") + name, DType::f64, full);
