@@ -195,6 +195,15 @@ TEST_CASE("a broken plugin ends the command with one line naming it, exit 2, and
     CHECK(contains(errors[0], message));
     CHECK(dir.entries() == 0);  // no report, no snapshot, no staged temporary
   }
+  // A crash in destroy comes after the run and its reports (a destructor calls it): the command
+  // still ends with the one line and exit 2, where it went on silently.
+  const Outcome destroyed = cli("--trace --shape 1,1,8,8,32 --impl test-cpu-plugin --plugin " +
+                                    plugin("test_plugin_crash_destroy"), dir);
+  CHECK_FALSE(destroyed.crashed);
+  CHECK(destroyed.exit_code == 2);
+  const std::vector<std::string> destroy_errors = errors_of(destroyed);
+  REQUIRE(destroy_errors.size() == 1);
+  CHECK(contains(destroy_errors[0], "test-cpu-plugin: destroy crashed with SIGSEGV"));
   // A library named by FLASHCORE_PLUGINS is named so, not as an option that was never given.
   const Outcome from_environment = cli("list", dir, "FLASHCORE_PLUGINS=" + plugin("test_plugin_no_entry"));
   CHECK(from_environment.exit_code == 2);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -147,7 +148,22 @@ void add_bound_option(CLI::App& app, JudgeOptions& judge) {
 
 }  // namespace
 
+namespace {
+int run_command(int argc, char** argv);
+}  // namespace
+
 int run_cli(int argc, char** argv) {
+  const int code = run_command(argc, argv);
+  if (const std::optional<std::string> late = late_failure()) {  // a plugin's destroy crashed or threw
+    std::cerr << "flashcore-check: " << one_line(*late) << "\n";
+    return kExitUsage;
+  }
+  return code;
+}
+
+namespace {
+
+int run_command(int argc, char** argv) {
   guard_input_files();  // no output of a command is written over a file it read
   CLI::App app{
       "flashcore-check: runs attention implementations stage by stage, checks every stage for NaN/Inf on the "
@@ -435,5 +451,7 @@ int run_cli(int argc, char** argv) {
     return kExitUsage;
   }
 }
+
+}  // namespace
 
 }  // namespace fc

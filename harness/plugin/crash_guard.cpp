@@ -55,6 +55,21 @@ const char* signal_text(int sig) {
 
 }  // namespace
 
+namespace {
+std::mutex late_mutex;
+std::optional<std::string> late;
+}  // namespace
+
+void keep_late_failure(const std::string& what) {
+  const std::lock_guard<std::mutex> lock(late_mutex);
+  if (!late) late = what;
+}
+
+std::optional<std::string> late_failure() {
+  const std::lock_guard<std::mutex> lock(late_mutex);
+  return late;
+}
+
 void guarded_call(const std::string& who, const char* call, void (*fn)(void*), void* arg) {
   install_handlers();
   sigjmp_buf target;

@@ -4,6 +4,7 @@
 // boundary ending in std::terminate) or a C++ exception escaping it becomes a PluginFailure
 // naming the plugin and the call. The command then ends with that one line and exit 2;
 // unwinding removes any staged output file (harness/io/staged_file.h).
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -21,6 +22,12 @@ class PluginFailure : public std::runtime_error {
 // libx.so: run"). fn must only call into the plugin: C++ objects it creates are not
 // destroyed when a signal ends it.
 void guarded_call(const std::string& who, const char* call, void (*fn)(void*), void* arg);
+
+// A failure no caller can be told of when it happens (a plugin's destroy, called from a
+// destructor): kept, and the command ends with it after its results (run_cli), one line and
+// exit 2. The first is kept.
+void keep_late_failure(const std::string& what);
+std::optional<std::string> late_failure();
 
 template <class F>
 void guarded(const std::string& who, const char* call, F&& f) {

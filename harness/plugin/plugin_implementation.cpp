@@ -192,7 +192,8 @@ class PluginImplementation final : public Implementation {
     if (!instance_) return;
     try {
       guarded(who(), "destroy", [&] { decl_.destroy(instance_); });
-    } catch (const PluginFailure&) {  // a destructor cannot report it; the command goes on
+    } catch (const PluginFailure& e) {  // a destructor cannot throw it: the command ends with it
+      keep_late_failure(e.what());
     }
   }
 

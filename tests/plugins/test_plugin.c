@@ -7,6 +7,7 @@
  *   FC_TEST_ABI=N         claims ABI version N
  *   FC_TEST_NAME="x"      its implementation is named x
  *   FC_TEST_CRASH_RUN     dereferences NULL in run
+ *   FC_TEST_CRASH_DESTROY dereferences NULL in destroy
  *   FC_TEST_ABORT_PREPARE calls abort() in prepare
  *   FC_TEST_FAIL_RUN      run returns an error
  *   FC_TEST_HANG_RUN      run never returns (a spin on a flag no one clears)
@@ -116,7 +117,13 @@ static void* create(char* error, size_t size) {
   return s;
 }
 
-static void destroy(void* instance) { free(instance); }
+static void destroy(void* instance) {
+#ifdef FC_TEST_CRASH_DESTROY
+  volatile int* nowhere = NULL;
+  *nowhere = 1;
+#endif
+  free(instance);
+}
 
 static int stage_graph(void* instance, const fc_problem* p, const char* fault, const fc_graph_builder* g, char* error,
                        size_t size) {
