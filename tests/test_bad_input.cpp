@@ -133,6 +133,12 @@ TEST_CASE("damaged files give exit 2 and one line naming the file, never a crash
   mutations.push_back({"/meta shape disagreeing with the inputs", path("shape"), true});
   test::set_int_attribute_copy(w.good, path("version"), "/", "schema_version", {kSchemaVersion + 1});
   mutations.push_back({"a newer schema version", path("version"), true});
+  test::set_int_attribute_copy(w.good, path("version0"), "/", "schema_version", {0});
+  mutations.push_back({"schema version 0", path("version0"), true});
+  test::set_string_attribute_copy(w.good, path("kind"), "/", "kind", "banana");
+  mutations.push_back({"kind 'banana'", path("kind"), true});
+  test::set_string_attribute_copy(w.good, path("schema"), "/", "schema", "other");
+  mutations.push_back({"schema 'other'", path("schema"), true});
   // A stage placed where the graph has no place (a page of a full-row graph, a split of an
   // unsplit one: once "internal error: map::at"), a value scale of 0.
   test::set_int_attribute_copy(w.good, path("page"), "/stages/pv", "page", {1000000});

@@ -197,15 +197,22 @@ void check_mask_record(const std::string& path, const std::string& recorded, con
 CaseFile read_case_file(const H5Reader& in) {
   const std::string& path = in.path();
   const std::optional<std::string> schema = in.string_attribute("/", "schema");
-  if (!schema || *schema != "flashcore-check") throw file_error(path, "not a flashcore-check file (no schema attribute)");
+  if (!schema) throw file_error(path, "not a flashcore-check file (no schema attribute)");
+  if (*schema != "flashcore-check") throw file_error(path, "not a flashcore-check file (schema '" + *schema + "')");
   const std::int64_t version = required(path, in.int_attribute("/", "schema_version"), "/ schema_version");
   if (version > kSchemaVersion) {
     throw file_error(path, "schema version " + std::to_string(version) + " is newer than this tool's " +
                                std::to_string(kSchemaVersion) + ": update flashcore-check");
   }
+  if (version < 1) throw file_error(path, "/ schema_version: " + std::to_string(version) + " (versions start at 1)");
   if (!in.exists("/meta")) throw file_error(path, "/meta: missing group");
   CaseFile f;
   f.kind = required(path, in.string_attribute("/", "kind"), "/ kind");
+  // Ours, and python/flashcore_capture.py's (a bug report, with or without the kernel's outputs).
+  const std::set<std::string> kinds{"snapshot", "fixture", "reference", "report", "capture"};
+  if (!kinds.count(f.kind)) {
+    throw file_error(path, "/ kind: '" + f.kind + "' is none of snapshot, fixture, reference, report, capture");
+  }
   const std::vector<std::int64_t> shape = required(path, in.int_list_attribute("/meta", "shape"), "/meta shape");
   if (shape.size() != 5) throw file_error(path, "/meta shape: expected [B,H,Sq,Sk,D]");
   for (std::int64_t d : shape) {

@@ -101,4 +101,22 @@ void set_int_attribute_copy(const std::string& from, const std::string& to, cons
   check(status, "H5Awrite");
 }
 
+void set_string_attribute_copy(const std::string& from, const std::string& to, const std::string& object,
+                               const std::string& name, const std::string& value) {
+  EditableCopy copy(from, to);
+  const hid_t target = H5Oopen(copy.file, object.c_str(), H5P_DEFAULT);
+  check(target, "H5Oopen");
+  if (H5Aexists(target, name.c_str()) > 0) check(H5Adelete(target, name.c_str()), "H5Adelete");
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, value.size());
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attr = H5Acreate2(target, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const herr_t status = H5Awrite(attr, type, value.data());
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Oclose(target);
+  check(status, "H5Awrite");
+}
+
 }  // namespace fc::test

@@ -23,5 +23,7 @@ void replace_dataset_copy(const std::string& from, const std::string& to, const 
                           const std::vector<unsigned long long>& dims, bool as_float32);
 void set_int_attribute_copy(const std::string& from, const std::string& to, const std::string& object,
                             const std::string& name, const std::vector<long long>& values);
+void set_string_attribute_copy(const std::string& from, const std::string& to, const std::string& object,
+                               const std::string& name, const std::string& value);
 
 }  // namespace fc::test
