@@ -304,10 +304,8 @@ MaskSpec parse_mask_spec(const std::string& spec, const Shape& shape, DType dtyp
         mask.key_lengths.push_back(v);
       }
     } else if (part == "bool") {
-      if (mask.has_dense()) throw Error("--mask '" + spec + "': only one of bool, bias");
       mask.dense = random_bool_mask(shape, rng);
     } else if (part == "bias") {
-      if (mask.has_dense()) throw Error("--mask '" + spec + "': only one of bool, bias");
       mask.dense = random_bias(shape, rng);
     } else if (part == "masked-rows") {
       mask_random_rows(mask, shape, rng);

@@ -27,7 +27,6 @@ int run_reference(const ReferenceCommand& command) {
     throw Error("--splits " + std::to_string(command.splits) + ": more splits than the report's " + std::to_string(keys) +
                 " keys");
   }
-
   const ReferenceOptions options{command.page_width, command.splits};
   H5Writer out(command.out);
   // Refused now if the file system cannot hold it, not after hours of writing (a report of 200k

@@ -53,11 +53,9 @@ const char* signal_text(int sig) {
   return "a fatal signal";
 }
 
-}  // namespace
-
-namespace {
 std::mutex late_mutex;
-std::optional<std::string> late;
+std::optional<std::string> late;  // keep_late_failure's
+
 }  // namespace
 
 void keep_late_failure(const std::string& what) {
